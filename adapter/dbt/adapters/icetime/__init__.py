@@ -1,0 +1,24 @@
+from dbt.adapters.base import AdapterPlugin
+
+from dbt.adapters.icetime.connections import IcetimeConnectionManager
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.impl import IcetimeAdapter
+from dbt.adapters.icetime.relation import IcetimeRelation
+from dbt.include import icetime
+
+Plugin = AdapterPlugin(
+    adapter=IcetimeAdapter,  # type: ignore[arg-type]
+    credentials=IcetimeCredentials,
+    include_path=icetime.PACKAGE_PATH,
+    dependencies=["spark"],
+    # Users call icetime's macros as `icetime.<name>`, so the internal project is `icetime`.
+    project_name="icetime",
+)
+
+__all__ = [
+    "IcetimeAdapter",
+    "IcetimeConnectionManager",
+    "IcetimeCredentials",
+    "IcetimeRelation",
+    "Plugin",
+]

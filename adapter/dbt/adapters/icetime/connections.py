@@ -1,0 +1,122 @@
+"""Connections: dbt-spark's, with the embedded session started by icetime itself.
+
+Remote methods (thrift, http, odbc) are dbt-spark's unchanged. For ``method: session`` icetime
+builds the Spark session from the profile (see ``embedded``) and runs statements on it directly,
+turning JVM exceptions into one readable line instead of a Java stack trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any
+
+from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import SparkConnectionManager
+from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.icetime import embedded, errors
+from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+
+logger = AdapterLogger("icetime")
+
+# Substrings of JDBC/SQLite errors that mean "another process holds the catalog database".
+LOCKED_MARKERS = ("SQLITE_BUSY", "database is locked", "database table is locked")
+
+
+def describe_jvm_error(exc: BaseException) -> str:
+    """One readable message for an exception raised through py4j: the error and its root cause."""
+    java_exception = getattr(exc, "java_exception", None)
+    if java_exception is None:
+        return str(exc).strip()
+    lines = [java_exception.toString()]
+    cause = java_exception.getCause()
+    seen = 0
+    while cause is not None and seen < 10:
+        text = cause.toString()
+        if text not in lines:
+            lines.append(text)
+        cause = cause.getCause()
+        seen += 1
+    return "\n  caused by: ".join(lines)
+
+
+class IcetimeCursor(Cursor):
+    """dbt-spark's session cursor, bound to icetime's session instead of a fresh builder."""
+
+    def __init__(self, session: Any) -> None:
+        super().__init__()
+        self._session = session
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors.exceptions.captured import CapturedException
+
+        if parameters:
+            sql = sql % parameters
+        try:
+            self._df = self._session.sql(sql)
+        except CapturedException as exc:
+            raise DbtRuntimeError(str(exc).strip()) from exc
+        except Py4JJavaError as exc:
+            raise DbtRuntimeError(describe_jvm_error(exc)) from exc
+
+    def fetchall(self) -> Any:
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return super().fetchall()
+        except Py4JJavaError as exc:
+            raise DbtRuntimeError(describe_jvm_error(exc)) from exc
+
+
+class IcetimeSessionHandle:
+    """What dbt-spark's session wrapper expects of a handle: something that makes cursors."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def cursor(self) -> IcetimeCursor:
+        return IcetimeCursor(self.session)
+
+
+class IcetimeConnectionManager(SparkConnectionManager):
+    TYPE = "icetime"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        creds: IcetimeCredentials = connection.credentials  # type: ignore[assignment]
+        if not creds.is_embedded:
+            return super().open(connection)  # type: ignore[no-any-return]
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        session = embedded.spark_session(creds)
+        connection.handle = SessionConnectionWrapper(IcetimeSessionHandle(session))  # type: ignore[arg-type]
+        connection.state = ConnectionState.OPEN
+        return connection
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Generator[None, None, None]:
+        try:
+            yield
+        except DbtRuntimeError as exc:
+            logger.debug(f"Error while running:\n{sql}")
+            raise self._translate(str(exc.msg)) from exc
+        except Exception as exc:
+            logger.debug(f"Error while running:\n{sql}")
+            if not exc.args:
+                raise
+            # Thrift answers carry the server's message in a status object.
+            status = getattr(exc.args[0], "status", None)
+            message = status.errorMessage if status is not None else str(exc)
+            raise self._translate(message) from exc
+
+    def _translate(self, message: str) -> DbtRuntimeError:
+        if any(marker in message for marker in LOCKED_MARKERS):
+            creds = self.profile.credentials
+            where = CatalogSettings.from_credentials(creds).sqlite_path or creds.catalog_uri
+            return errors.CatalogError(errors.CATALOG_LOCKED.format(where=where))
+        return DbtRuntimeError(message)

@@ -1,0 +1,145 @@
+"""The icetime profile: dbt-spark's credentials plus the Iceberg catalog and embedded session."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+
+from dbt.adapters.icetime import errors
+
+CATALOG_TYPES = ("sqlite", "postgres", "server")
+METADATA_ACCESS = ("auto", "pyiceberg", "spark")
+DEFAULT_SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+
+
+@dataclass
+class IcetimeCredentials(SparkCredentials):
+    # Name of the Iceberg catalog in Spark and pyiceberg; dbt's `database` defaults to it.
+    catalog: str = "icetime"
+    # Catalog backend: sqlite (embedded default), postgres, or server (the Spark server's own).
+    catalog_type: str | None = None
+    # JDBC URI of the catalog database; for sqlite it defaults to <icetime_dir>/catalog.db.
+    catalog_uri: str | None = None
+    # Login for a postgres catalog.
+    catalog_user: str | None = None
+    catalog_password: str | None = None
+    # Directory for the SQLite catalog and the warehouse, relative to the dbt project.
+    icetime_dir: str = ".icetime"
+    # Where table data and metadata files go; defaults to <icetime_dir>/warehouse.
+    warehouse: str | None = None
+    # Spark master for the embedded session.
+    spark_master: str = "local[*]"
+    # Extra Spark configuration for the embedded session (applied last, wins).
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    # Jar overrides; defaults are the Debian packages' files and the pinned Iceberg wheel.
+    iceberg_jar: str | None = None
+    sqlite_jdbc_jar: str = DEFAULT_SQLITE_JDBC_JAR
+    postgres_jdbc_jar: str = DEFAULT_POSTGRES_JDBC_JAR
+    # How Python reads Iceberg metadata: pyiceberg on the same catalog, Spark SQL, or auto.
+    metadata_access: str = "auto"
+
+    @classmethod
+    def __pre_deserialize__(cls, data: Any) -> Any:
+        data = super().__pre_deserialize__(data)
+        _reject_unknown_keys(cls, data)
+        if data.get("method") == SparkConnectionMethod.SESSION and not data.get("host"):
+            # dbt-spark requires `host`; a local session has none worth naming.
+            data["host"] = "localhost"
+        return data
+
+    def __post_init__(self) -> None:
+        # dbt-spark insists database == schema; for icetime `database` is the Iceberg catalog.
+        catalog_database = self.database
+        self.database = None
+        super().__post_init__()
+        if self.catalog_type is None:
+            self.catalog_type = "sqlite" if self.is_embedded else "server"
+        _check_choice("catalog_type", self.catalog_type, CATALOG_TYPES)
+        _check_choice("metadata_access", self.metadata_access, METADATA_ACCESS)
+        if self.catalog_type == "postgres" and not self.catalog_uri:
+            raise errors.ConfigurationError(
+                errors.BAD_PROFILE_VALUE.format(
+                    key="catalog_uri",
+                    value=self.catalog_uri,
+                    accepted="a JDBC URI such as jdbc:postgresql://127.0.0.1:5432/icetime "
+                    "when catalog_type is postgres",
+                )
+            )
+        if self.is_embedded and self.catalog_type == "server":
+            raise errors.ConfigurationError(
+                errors.BAD_PROFILE_VALUE.format(
+                    key="catalog_type",
+                    value=self.catalog_type,
+                    accepted="sqlite or postgres with method: session "
+                    "(server means the remote Spark server's own catalog)",
+                )
+            )
+        self.spark_conf = {str(k): str(v) for k, v in self.spark_conf.items()}
+        if catalog_database is not None:
+            self.database = catalog_database
+        elif self.catalog_type != "server":
+            self.database = self.catalog
+
+    @property
+    def type(self) -> str:
+        return "icetime"
+
+    @property
+    def unique_field(self) -> str:
+        return self.catalog_uri or self.host or self.catalog
+
+    @property
+    def is_embedded(self) -> bool:
+        """True when icetime starts and owns the Spark session in this process."""
+        return self.method == SparkConnectionMethod.SESSION
+
+    def resolve_paths(self, project_root: str) -> None:
+        """Make the catalog directory absolute against the dbt project, once."""
+        if not os.path.isabs(self.icetime_dir):
+            self.icetime_dir = os.path.normpath(os.path.join(project_root, self.icetime_dir))
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        # dbt builds the `target` Jinja variable from these keys, so `database` must be one.
+        return (
+            "method",
+            "host",
+            "database",
+            "schema",
+            "catalog",
+            "catalog_type",
+            "catalog_uri",
+            "icetime_dir",
+            "warehouse",
+            "spark_master",
+        )
+
+
+def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:
+    if value not in accepted:
+        raise errors.ConfigurationError(
+            errors.BAD_PROFILE_VALUE.format(key=key, value=value, accepted=", ".join(accepted))
+        )
+
+
+def _reject_unknown_keys(cls: type[IcetimeCredentials], data: dict[str, Any]) -> None:
+    accepted = sorted({f.name for f in fields(cls) if not f.name.startswith("_")} | set(cls._ALIASES))
+    unknown = sorted(key for key in data if key not in accepted)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, accepted, n=1)
+        if close:
+            hints.append(f"'{key}' -> did you mean '{close[0]}'?")
+    raise errors.ConfigurationError(
+        errors.UNKNOWN_PROFILE_KEYS.format(
+            keys=", ".join(f"'{k}'" for k in unknown),
+            hints=(" " + " ".join(hints)) if hints else "",
+            accepted=", ".join(accepted),
+        )
+    )

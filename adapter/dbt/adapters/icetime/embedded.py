@@ -1,0 +1,187 @@
+"""The embedded default: a local Spark session with Iceberg, built from the profile alone.
+
+``preflight`` checks the machine before the JVM starts, so a missing Java or jar gives one clear
+message instead of a Java stack trace. ``spark_session`` starts (or reuses) the one session of
+this process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = AdapterLogger("icetime")
+
+ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+# Tuned for a laptop-sized machine: few shuffle partitions, no UI, loopback only, UTC.
+SMALL_MACHINE_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "4g",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.ansi.enabled": "false",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    """Everything needed to start the embedded session, checked and resolved."""
+
+    master: str
+    catalog: CatalogSettings
+    jars: tuple[str, ...]
+    conf: dict[str, str]
+
+
+def iceberg_runtime_jar(override: str | None) -> str:
+    if override:
+        return override
+    try:
+        import snowpark_connect_deps_iceberg
+
+        return str(snowpark_connect_deps_iceberg.get_jars_dir() / ICEBERG_RUNTIME_JAR)
+    except (ImportError, RuntimeError):
+        return f"<snowpark-connect-deps-iceberg>/jars/{ICEBERG_RUNTIME_JAR}"
+
+
+def resolve_settings(creds: IcetimeCredentials) -> EmbeddedSettings:
+    """Pure: turn a profile into the Spark configuration of the embedded session."""
+    catalog = CatalogSettings.from_credentials(creds)
+    jars = [iceberg_runtime_jar(creds.iceberg_jar)]
+    if catalog.kind == "sqlite":
+        jars.append(creds.sqlite_jdbc_jar)
+    elif catalog.kind == "postgres":
+        jars.append(creds.postgres_jdbc_jar)
+    conf = dict(SMALL_MACHINE_CONF)
+    conf["spark.sql.extensions"] = ICEBERG_EXTENSIONS
+    conf["spark.jars"] = ",".join(jars)
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+    conf.update(catalog.spark_conf())
+    conf.update(creds.spark_conf)
+    return EmbeddedSettings(master=creds.spark_master, catalog=catalog, jars=tuple(jars), conf=conf)
+
+
+def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
+    """Check Java, jars and the catalog directory; raise one clear error for the first problem."""
+    _check_java()
+    what = {
+        creds.sqlite_jdbc_jar: ("SQLite JDBC", errors.SQLITE_JAR_FIX),
+        creds.postgres_jdbc_jar: ("PostgreSQL JDBC", errors.POSTGRES_JAR_FIX),
+    }
+    for jar in settings.jars:
+        if not os.path.isfile(jar):
+            name, fix = what.get(jar, ("Iceberg Spark runtime", errors.ICEBERG_JAR_FIX))
+            raise errors.EnvironmentSetupError(errors.JAR_MISSING.format(what=name, path=jar, fix=fix))
+    for directory in _local_dirs(settings.catalog):
+        _check_writable(directory)
+    if settings.catalog.sqlite_path:
+        _check_sqlite_unlocked(settings.catalog.sqlite_path)
+
+
+def spark_session(creds: IcetimeCredentials) -> SparkSession:
+    """The process's Spark session, started on first use with the profile's settings."""
+    from pyspark.sql import SparkSession
+
+    settings = resolve_settings(creds)
+    with _lock:
+        existing = SparkSession.getActiveSession() or _default_session()
+        if existing is not None:
+            _check_compatible(existing, settings)
+            return existing
+        preflight(creds, settings)
+        started = time.monotonic()
+        builder = SparkSession.builder.master(settings.master).appName("icetime")
+        for key, value in settings.conf.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        logger.debug(f"Started the embedded Spark session in {time.monotonic() - started:.1f}s")
+        return session
+
+
+def _default_session() -> SparkSession | None:
+    from pyspark.sql import SparkSession
+
+    return SparkSession._instantiatedSession
+
+
+def _check_compatible(session: SparkSession, settings: EmbeddedSettings) -> None:
+    key = f"spark.sql.catalog.{settings.catalog.name}.uri"
+    wanted = settings.catalog.jdbc_uri
+    existing = session.conf.get(key, None)
+    if wanted is not None and existing != wanted:
+        raise errors.ConfigurationError(
+            errors.SESSION_CONFLICT.format(
+                catalog=settings.catalog.name, existing=existing, wanted=wanted
+            )
+        )
+
+
+def _check_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
+        return
+    if shutil.which("java"):
+        return
+    raise errors.EnvironmentSetupError(errors.JAVA_MISSING.format(java_home=java_home))
+
+
+def _local_dirs(catalog: CatalogSettings) -> list[str]:
+    dirs = []
+    if catalog.sqlite_path:
+        dirs.append(os.path.dirname(catalog.sqlite_path))
+    if catalog.local_warehouse_dir:
+        dirs.append(catalog.local_warehouse_dir)
+    return dirs
+
+
+def _check_writable(directory: str) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise errors.EnvironmentSetupError(
+            errors.DIR_NOT_WRITABLE.format(path=directory, reason=exc.strerror or exc)
+        ) from exc
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise errors.EnvironmentSetupError(
+            errors.DIR_NOT_WRITABLE.format(path=directory, reason="permission denied")
+        )
+
+
+def _check_sqlite_unlocked(path: str) -> None:
+    """Fail fast, before the JVM starts, if another process holds the catalog's write lock."""
+    if not os.path.exists(path):
+        return
+    try:
+        with sqlite3.connect(path, timeout=5) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.rollback()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc):
+            raise errors.CatalogError(errors.CATALOG_LOCKED.format(where=path)) from exc
+        raise errors.CatalogError(f"Cannot open the Iceberg catalog database {path}: {exc}") from exc

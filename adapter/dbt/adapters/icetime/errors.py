@@ -1,0 +1,83 @@
+"""icetime's exceptions and the text of every message a user can see.
+
+All icetime errors derive from ``IcetimeError``, itself a ``DbtRuntimeError`` so dbt reports
+them as ordinary run errors (non-zero exit, message shown once). Message templates live here so
+the wording stays consistent and tests can refer to one place.
+"""
+
+from __future__ import annotations
+
+from dbt_common.exceptions import DbtRuntimeError
+
+
+class IcetimeError(DbtRuntimeError):
+    """Base of every error icetime raises."""
+
+
+class ConfigurationError(IcetimeError):
+    """A profile or model configuration icetime cannot accept."""
+
+
+class EnvironmentSetupError(IcetimeError):
+    """Something the embedded Spark session needs is missing from the machine."""
+
+
+class CatalogError(IcetimeError):
+    """The Iceberg catalog could not answer; never taken to mean 'nothing there'."""
+
+
+class MetadataError(IcetimeError):
+    """Iceberg table metadata could not be read."""
+
+
+UNKNOWN_PROFILE_KEYS = (
+    "Unknown key(s) in the icetime profile: {keys}.{hints}\n"
+    "Accepted keys: {accepted}."
+)
+BAD_PROFILE_VALUE = "Profile key '{key}' has the value {value!r}; accepted: {accepted}."
+JAVA_MISSING = (
+    "icetime's embedded Spark session needs Java 17, and no 'java' was found "
+    "(JAVA_HOME={java_home!r}, PATH searched). Install it with "
+    "'apt-get install openjdk-17-jre-headless' (or your platform's JDK 17) "
+    "and make sure 'java' is on PATH or JAVA_HOME points at it."
+)
+JAR_MISSING = (
+    "The {what} jar was not found at {path}. {fix}"
+)
+SQLITE_JAR_FIX = (
+    "Install it with 'apt-get update && apt-get install libxerial-sqlite-jdbc-java', "
+    "or set 'sqlite_jdbc_jar' in the profile to a sqlite-jdbc jar."
+)
+POSTGRES_JAR_FIX = (
+    "Install it with 'apt-get update && apt-get install libpostgresql-jdbc-java', "
+    "or set 'postgres_jdbc_jar' in the profile to a PostgreSQL JDBC jar."
+)
+ICEBERG_JAR_FIX = (
+    "Reinstall the Python package that carries it: "
+    "pip install 'snowpark-connect-deps-iceberg==1.0.2' (1.0.3 is broken), "
+    "or set 'iceberg_jar' in the profile."
+)
+DIR_NOT_WRITABLE = (
+    "icetime cannot write its catalog directory {path}: {reason}. "
+    "Make it writable, or point 'icetime_dir' (or 'warehouse' and 'catalog_uri') "
+    "in the profile somewhere writable."
+)
+CATALOG_LOCKED = (
+    "The Iceberg catalog database {where} is locked by another process (SQLite allows one "
+    "writer at a time). Wait for the other dbt run or SQLite client to finish and retry, "
+    "or use a PostgreSQL-backed catalog ('catalog_type: postgres') for concurrent use."
+)
+SESSION_CONFLICT = (
+    "A Spark session is already running in this process with catalog '{catalog}' set to "
+    "{existing!r}, but this profile asks for {wanted!r}. One Python process holds one Spark "
+    "session: run this project in its own process, or use the same catalog settings."
+)
+LISTING_FAILED = (
+    "icetime could not list the relations in {schema}: {reason}\n"
+    "Refusing to continue: treating a failed listing as an empty schema could rebuild "
+    "or replace existing tables."
+)
+FILE_FORMAT_NOT_ICEBERG = (
+    "Model '{node}' sets file_format={value!r}, but icetime builds Apache Iceberg tables. "
+    "Accepted: 'iceberg' (or leave file_format unset)."
+)

@@ -1,0 +1,61 @@
+{#- Catalog-level overrides of dbt-spark: Iceberg namespaces, listings, drops. -#}
+
+{% macro icetime__show_tables(schema_relation) %}
+  {% call statement('icetime_show_tables', fetch_result=True, auto_begin=False) -%}
+    show tables in {{ schema_relation.without_identifier() }}
+  {%- endcall %}
+  {% do return(load_result('icetime_show_tables').table) %}
+{% endmacro %}
+
+{% macro icetime__show_views(schema_relation) %}
+  {% call statement('icetime_show_views', fetch_result=True, auto_begin=False) -%}
+    show views in {{ schema_relation.without_identifier() }}
+  {%- endcall %}
+  {% do return(load_result('icetime_show_views').table) %}
+{% endmacro %}
+
+{% macro icetime__list_schemas(database) -%}
+  {% call statement('list_schemas', fetch_result=True, auto_begin=False) %}
+    show namespaces {% if database %}in {{ database }}{% endif %}
+  {% endcall %}
+  {{ return(load_result('list_schemas').table) }}
+{% endmacro %}
+
+{% macro icetime__generate_database_name(custom_database_name=none, node=none) -%}
+  {#- dbt-spark always answers none; for icetime the database is the Iceberg catalog. -#}
+  {{ return(default__generate_database_name(custom_database_name, node)) }}
+{%- endmacro %}
+
+{% macro icetime__drop_relation(relation) -%}
+  {#- Tables are purged: a dbt-managed table's files go with it instead of leaking. -#}
+  {% call statement('drop_relation', auto_begin=False) -%}
+    {%- if relation.type == 'view' -%}
+      drop view if exists {{ relation }}
+    {%- else -%}
+      drop table if exists {{ relation }} purge
+    {%- endif -%}
+  {%- endcall %}
+{% endmacro %}
+
+{% macro icetime__drop_schema(relation) -%}
+  {#- Iceberg's JDBC catalog refuses DROP NAMESPACE ... CASCADE, so drop the contents first. -#}
+  {%- set schema_relation = relation.without_identifier() -%}
+  {% for member in adapter.list_relations_without_caching(schema_relation) %}
+    {% do adapter.drop_relation(member) %}
+  {% endfor %}
+  {% call statement('drop_schema', auto_begin=False) -%}
+    drop namespace if exists {{ schema_relation }}
+  {%- endcall %}
+{% endmacro %}
+
+{% macro icetime__rename_relation(from_relation, to_relation) -%}
+  {#- Spark takes the new name relative to the old one's catalog: leave the catalog out. -#}
+  {%- set new_name = to_relation.include(database=false) -%}
+  {% call statement('rename_relation') -%}
+    {%- if from_relation.type == 'view' -%}
+      alter view {{ from_relation }} rename to {{ new_name }}
+    {%- else -%}
+      alter table {{ from_relation }} rename to {{ new_name }}
+    {%- endif -%}
+  {%- endcall %}
+{% endmacro %}

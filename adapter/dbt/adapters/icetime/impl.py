@@ -16,8 +16,10 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName, choose_reader
 from dbt.adapters.icetime.relation import IcetimeRelation
 
 logger = AdapterLogger("icetime")
@@ -48,6 +50,7 @@ class IcetimeAdapter(SparkAdapter):
         creds: IcetimeCredentials = config.credentials
         creds.resolve_paths(_project_root(config))
         super().__init__(config, mp_context)
+        self._metadata_reader: MetadataReader | None = None
 
     # -- relations ---------------------------------------------------------------------------
 
@@ -81,6 +84,11 @@ class IcetimeAdapter(SparkAdapter):
                     self._relation(database, row["namespace"], row["viewName"], RelationType.View)
                 )
         return relations
+
+    @available
+    def icetime_list_relations(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        """Uncached listing for macros (e.g. dropping a schema's contents); fails closed."""
+        return self.list_relations_without_caching(schema_relation)
 
     def _relation(
         self, database: str | None, schema: str, name: str, kind: RelationType
@@ -121,6 +129,24 @@ class IcetimeAdapter(SparkAdapter):
                 )
         return super().pre_model_hook(config)
 
+    # -- Iceberg metadata -------------------------------------------------------------------
+
+    def metadata_reader(self) -> MetadataReader:
+        """pyiceberg on the profile's catalog when reachable, else Spark SQL on this connection."""
+        if self._metadata_reader is None:
+            creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+            self._metadata_reader = choose_reader(
+                CatalogSettings.from_credentials(creds), creds.metadata_access, self._fetch_rows
+            )
+        return self._metadata_reader
+
+    def table_metadata(self, relation: BaseRelation) -> TableMetadata:
+        return self.metadata_reader().table(table_name(relation))
+
+    def _fetch_rows(self, sql: str) -> list[tuple[Any, ...]]:
+        _, table = self.execute(sql, fetch=True)
+        return [tuple(row.values()) for row in table.rows]
+
     @available
     def icetime_catalog(self) -> str | None:
         """The Iceberg catalog this target builds in (None: the server's default catalog)."""
@@ -133,6 +159,12 @@ class IcetimeAdapter(SparkAdapter):
     @classmethod
     def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:
         return {"adapter_type": "icetime", "table_format": ICEBERG_FILE_FORMAT}
+
+
+def table_name(relation: BaseRelation) -> TableName:
+    if not relation.schema or not relation.identifier:
+        raise errors.MetadataError(f"{relation} does not name an Iceberg table (schema.table).")
+    return TableName(relation.database, relation.schema, relation.identifier)
 
 
 def _project_root(config: Any) -> str:

@@ -40,7 +40,7 @@
 {% macro icetime__drop_schema(relation) -%}
   {#- Iceberg's JDBC catalog refuses DROP NAMESPACE ... CASCADE, so drop the contents first. -#}
   {%- set schema_relation = relation.without_identifier() -%}
-  {% for member in adapter.list_relations_without_caching(schema_relation) %}
+  {% for member in adapter.icetime_list_relations(schema_relation) %}
     {% do adapter.drop_relation(member) %}
   {% endfor %}
   {% call statement('drop_schema', auto_begin=False) -%}

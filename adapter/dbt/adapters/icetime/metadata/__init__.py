@@ -1,0 +1,96 @@
+"""Python-side access to Iceberg metadata (snapshot log, refs, schemas, manifests)."""
+
+from __future__ import annotations
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.metadata.model import (
+    Manifest,
+    Ref,
+    Schema,
+    SchemaField,
+    Snapshot,
+    SnapshotLogEntry,
+    TableMetadata,
+)
+from dbt.adapters.icetime.metadata.readers import (
+    MetadataReader,
+    PyIcebergReader,
+    SparkSqlReader,
+    SqlRunner,
+    TableName,
+)
+
+logger = AdapterLogger("icetime")
+
+
+def choose_reader(settings: CatalogSettings, access: str, run_sql: SqlRunner) -> MetadataReader:
+    """pyiceberg when the client can open the catalog itself, else Spark SQL.
+
+    ``access`` is the profile's ``metadata_access``: ``auto`` prefers pyiceberg and falls back to
+    Spark SQL only when the catalog is not one this client can open (e.g. a server's own catalog).
+    """
+    properties = settings.pyiceberg_properties()
+    if access == "spark" or (access == "auto" and properties is None):
+        return SparkSqlReader(run_sql)
+    if properties is None:
+        raise errors.ConfigurationError(
+            errors.BAD_PROFILE_VALUE.format(
+                key="metadata_access",
+                value=access,
+                accepted="auto or spark when the catalog is the server's own "
+                "(pyiceberg needs catalog_type sqlite or postgres)",
+            )
+        )
+    primary = PyIcebergReader(settings.name, properties)
+    if access == "auto":
+        return FallbackReader(primary, SparkSqlReader(run_sql))
+    return primary
+
+
+class FallbackReader:
+    """pyiceberg first; Spark SQL when the client cannot open the catalog database at all.
+
+    Only a failure to *open the catalog* falls back. A missing table or snapshot is an answer
+    and is raised as it is.
+    """
+
+    def __init__(self, primary: PyIcebergReader, fallback: SparkSqlReader) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self._use_fallback = False
+
+    def _reader(self) -> MetadataReader:
+        if not self._use_fallback:
+            try:
+                self.primary.catalog()
+            except errors.CatalogError as exc:
+                logger.debug(f"icetime: reading metadata through Spark SQL instead: {exc}")
+                self._use_fallback = True
+        return self.fallback if self._use_fallback else self.primary
+
+    def table(self, name: TableName) -> TableMetadata:
+        return self._reader().table(name)
+
+    def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
+        return self._reader().manifests(name, snapshot_id)
+
+
+__all__ = [
+    "FallbackReader",
+    "Manifest",
+    "MetadataReader",
+    "PyIcebergReader",
+    "Ref",
+    "Schema",
+    "SchemaField",
+    "Snapshot",
+    "SnapshotLogEntry",
+    "SparkSqlReader",
+    "SqlRunner",
+    "TableMetadata",
+    "TableName",
+    "choose_reader",
+]

@@ -1,0 +1,149 @@
+"""The two metadata readers (pyiceberg on the catalog, Spark SQL) agree on real tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.metadata import (
+    FallbackReader,
+    PyIcebergReader,
+    SparkSqlReader,
+    TableName,
+    choose_reader,
+)
+
+NAMESPACE = "metadata_readers"
+
+
+@pytest.fixture(scope="module")
+def creds(icetime_home: Path) -> IcetimeCredentials:
+    return IcetimeCredentials.from_dict(
+        {"method": "session", "schema": NAMESPACE, "icetime_dir": str(icetime_home)}
+    )
+
+
+@pytest.fixture(scope="module")
+def spark(creds: IcetimeCredentials) -> Any:
+    session = spark_session(creds)
+    session.sql(f"create namespace if not exists {NAMESPACE}")
+    yield session
+    for row in session.sql(f"show tables in {NAMESPACE}").collect():
+        session.sql(f"drop table {NAMESPACE}.{row.tableName} purge")
+    session.sql(f"drop namespace if exists {NAMESPACE}")
+
+
+@pytest.fixture(scope="module")
+def readers(creds: IcetimeCredentials, spark: Any) -> tuple[PyIcebergReader, SparkSqlReader]:
+    props = CatalogSettings.from_credentials(creds).pyiceberg_properties()
+    assert props is not None
+    return (
+        PyIcebergReader(creds.catalog, props),
+        SparkSqlReader(lambda sql: [tuple(r) for r in spark.sql(sql).collect()]),
+    )
+
+
+@pytest.fixture(scope="module")
+def busy_table(spark: Any) -> TableName:
+    """A table with appends, an overwrite, a delete, a schema change, a rollback and refs."""
+    t = f"{NAMESPACE}.busy"
+    spark.sql(f"create table {t} (id bigint, name string) tblproperties ('format-version'='2')")
+    spark.sql(f"insert into {t} values (1, 'a'), (2, 'b')")
+    spark.sql(f"insert into {t} values (3, 'c')")
+    spark.sql(f"alter table {t} create tag first_two as of version "
+              f"{spark.sql(f'select snapshot_id from {t}.snapshots order by committed_at limit 1').first()[0]}")
+    spark.sql(f"alter table {t} add column score double")
+    spark.sql(f"insert overwrite {t} select id, name, 1.5 from {t} where id > 1")
+    spark.sql(f"delete from {t} where id = 3")
+    spark.sql(f"alter table {t} create branch audit")
+    before_last = spark.sql(
+        f"select snapshot_id from {t}.history order by made_current_at desc limit 1 offset 1"
+    ).first()[0]
+    spark.sql(f"call icetime.system.rollback_to_snapshot('{t}', {before_last})")
+    return TableName("icetime", NAMESPACE, "busy")
+
+
+def test_readers_agree_on_everything(readers: Any, busy_table: TableName) -> None:
+    from_catalog, from_spark = (r.table(busy_table) for r in readers)
+    assert from_catalog == from_spark
+
+
+def test_metadata_matches_what_spark_reports(readers: Any, busy_table: TableName, spark: Any) -> None:
+    meta = readers[0].table(busy_table)
+    history = spark.sql(f"select snapshot_id, made_current_at from {busy_table.sql('history')}").collect()
+    assert [e.snapshot_id for e in meta.snapshot_log] == [r.snapshot_id for r in history]
+    snapshots = spark.sql(f"select snapshot_id, operation from {busy_table.sql('snapshots')}").collect()
+    assert {s.snapshot_id: s.operation for s in meta.snapshots} == {
+        r.snapshot_id: r.operation for r in snapshots
+    }
+    assert {s.operation for s in meta.snapshots} >= {"append", "overwrite"}
+    refs = spark.sql(f"select name, type, snapshot_id from {busy_table.sql('refs')}").collect()
+    assert {(n, r.kind.upper(), r.snapshot_id) for n, r in meta.refs.items()} == {
+        (r.name, r.type, r.snapshot_id) for r in refs
+    }
+    # The rollback made the parent of the last commit current again.
+    assert meta.current_snapshot_id == history[-1].snapshot_id
+    assert meta.snapshot_log[-1].snapshot_id == meta.current_snapshot_id
+    # Two schemas: before and after `add column score`; time travel by id uses the old one.
+    assert len(meta.schemas) == 2
+    first = meta.snapshot_log[0].snapshot_id
+    assert [f.name for f in meta.schema_for_snapshot(first).fields] == ["id", "name"]
+    assert [f.name for f in meta.current_schema.fields] == ["id", "name", "score"]
+
+
+def test_readers_agree_on_manifests(readers: Any, busy_table: TableName) -> None:
+    meta = readers[0].table(busy_table)
+    for snapshot in meta.snapshots:
+        a, b = (sorted(r.manifests(busy_table, snapshot.snapshot_id), key=lambda m: m.path) for r in readers)
+        assert a == b
+        assert a, f"snapshot {snapshot.snapshot_id} lists no manifests"
+    current = readers[0].manifests(busy_table, meta.current_snapshot_id)
+    assert {m.content for m in current} == {"data"}
+    assert all(Path(m.path.removeprefix("file:")).is_file() for m in current)
+
+
+def test_merge_on_read_delete_manifests(readers: Any, spark: Any) -> None:
+    t = f"{NAMESPACE}.mor"
+    spark.sql(
+        f"create table {t} (id bigint) tblproperties ('format-version'='2', "
+        "'write.delete.mode'='merge-on-read')"
+    )
+    spark.sql(f"insert into {t} select id from range(10)")
+    spark.sql(f"delete from {t} where id < 3")
+    name = TableName("icetime", NAMESPACE, "mor")
+    meta = readers[0].table(name)
+    for reader in readers:
+        contents = {m.content for m in reader.manifests(name, meta.current_snapshot_id)}
+        assert contents == {"data", "deletes"}
+
+
+def test_missing_table_is_an_error_on_both_paths(readers: Any) -> None:
+    missing = TableName("icetime", NAMESPACE, "no_such_table")
+    for reader in readers:
+        with pytest.raises(errors.MetadataError, match="no_such_table"):
+            reader.table(missing)
+
+
+def test_unreachable_catalog_falls_back_to_spark(readers: Any, busy_table: TableName, tmp_path: Path) -> None:
+    broken = PyIcebergReader("icetime", {"uri": f"sqlite:///{tmp_path}/missing/dir/catalog.db"})
+    with pytest.raises(errors.CatalogError, match="could not open"):
+        broken.table(busy_table)
+    fallback = FallbackReader(broken, readers[1])
+    assert fallback.table(busy_table) == readers[0].table(busy_table)
+
+
+def test_choose_reader_by_profile(creds: IcetimeCredentials) -> None:
+    settings = CatalogSettings.from_credentials(creds)
+    assert isinstance(choose_reader(settings, "auto", lambda s: []), FallbackReader)
+    assert isinstance(choose_reader(settings, "pyiceberg", lambda s: []), PyIcebergReader)
+    assert isinstance(choose_reader(settings, "spark", lambda s: []), SparkSqlReader)
+    server = CatalogSettings("remote", "server", None, None, None, None)
+    assert isinstance(choose_reader(server, "auto", lambda s: []), SparkSqlReader)
+    with pytest.raises(errors.ConfigurationError, match="metadata_access"):
+        choose_reader(server, "pyiceberg", lambda s: [])

@@ -33,5 +33,7 @@ def dbt_profile_target(icetime_home: Path) -> dict[str, Any]:
         "method": "session",
         "schema": "analytics",
         "icetime_dir": str(icetime_home),
+        # dbt's docs-generate suite reads the profile user; the session method ignores it.
+        "user": "icetime",
         "threads": 1,
     }

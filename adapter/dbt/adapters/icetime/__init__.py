@@ -11,8 +11,6 @@ Plugin = AdapterPlugin(
     credentials=IcetimeCredentials,
     include_path=icetime.PACKAGE_PATH,
     dependencies=["spark"],
-    # Users call icetime's macros as `icetime.<name>`, so the internal project is `icetime`.
-    project_name="icetime",
 )
 
 __all__ = [

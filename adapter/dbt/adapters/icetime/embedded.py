@@ -81,6 +81,8 @@ def resolve_settings(creds: IcetimeCredentials) -> EmbeddedSettings:
     conf["spark.sql.extensions"] = ICEBERG_EXTENSIONS
     conf["spark.jars"] = ",".join(jars)
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+    # Spark's own session catalog would otherwise create ./spark-warehouse in the project.
+    conf["spark.sql.warehouse.dir"] = os.path.join(creds.icetime_dir, "spark-warehouse")
     conf.update(catalog.spark_conf())
     conf.update(creds.spark_conf)
     return EmbeddedSettings(master=creds.spark_master, catalog=catalog, jars=tuple(jars), conf=conf)

@@ -109,43 +109,31 @@ class IcetimeAdapter(SparkAdapter):
             as_dict["column_name"] = as_dict.pop("column", None)
             as_dict["column_type"] = as_dict.pop("dtype")
             as_dict["table_database"] = relation.database
+            # Catalog positions count from 1, as information_schema's ordinal_position does.
+            as_dict["column_index"] = int(as_dict["column_index"]) + 1
+            if as_dict.get("table_owner") == "None":
+                # dbt-spark stringifies a missing owner; Iceberg views record none.
+                as_dict["table_owner"] = None
             yield as_dict
 
     # -- model configuration -------------------------------------------------------------------
 
     def pre_model_hook(self, config: Mapping[str, Any]) -> Any:
-        """Make `file_format: iceberg` the default so dbt-spark's merge and snapshot accept it."""
+        """Fill in Iceberg defaults before dbt-spark's materializations read the config."""
         node = getattr(config, "model", None)
         node_config = getattr(node, "config", None)
         if node_config is not None:
-            value = node_config.get("file_format")
-            if value is None:
-                node_config["file_format"] = ICEBERG_FILE_FORMAT
-            elif value != ICEBERG_FILE_FORMAT:
-                raise errors.ConfigurationError(
-                    errors.FILE_FORMAT_NOT_ICEBERG.format(
-                        node=getattr(node, "name", "?"), value=value
-                    )
-                )
+            apply_iceberg_defaults(getattr(node, "name", "?"), node_config)
         return super().pre_model_hook(config)
 
-    # -- Iceberg metadata -------------------------------------------------------------------
+    @available
+    def valid_incremental_strategies(self) -> list[str]:
+        return ["append", "merge", "insert_overwrite", "microbatch", "delete+insert"]
 
-    def metadata_reader(self) -> MetadataReader:
-        """pyiceberg on the profile's catalog when reachable, else Spark SQL on this connection."""
-        if self._metadata_reader is None:
-            creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
-            self._metadata_reader = choose_reader(
-                CatalogSettings.from_credentials(creds), creds.metadata_access, self._fetch_rows
-            )
-        return self._metadata_reader
-
-    def table_metadata(self, relation: BaseRelation) -> TableMetadata:
-        return self.metadata_reader().table(table_name(relation))
-
-    def _fetch_rows(self, sql: str) -> list[tuple[Any, ...]]:
-        _, table = self.execute(sql, fetch=True)
-        return [tuple(row.values()) for row in table.rows]
+    @available
+    def icetime_quote_string(self, value: Any) -> str:
+        """A Spark SQL string literal for any value (backslash and quote escaped)."""
+        return quote_string(str(value))
 
     @available
     def icetime_catalog(self) -> str | None:
@@ -159,6 +147,30 @@ class IcetimeAdapter(SparkAdapter):
     @classmethod
     def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:
         return {"adapter_type": "icetime", "table_format": ICEBERG_FILE_FORMAT}
+
+
+def quote_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:
+    """Defaults a dbt user expects on Iceberg, where dbt-spark's assume plain Parquet tables.
+
+    - ``file_format`` is ``iceberg`` (anything else is refused: icetime builds Iceberg tables);
+    - an incremental model with a ``unique_key`` and no strategy upserts (``merge``) instead of
+      appending duplicates, as on other warehouses with MERGE.
+    """
+    file_format = node_config.get("file_format")
+    if file_format is None:
+        node_config["file_format"] = ICEBERG_FILE_FORMAT
+    elif file_format != ICEBERG_FILE_FORMAT:
+        raise errors.ConfigurationError(
+            errors.FILE_FORMAT_NOT_ICEBERG.format(node=node_name, value=file_format)
+        )
+    if node_config.get("materialized") == "incremental" and not node_config.get(
+        "incremental_strategy"
+    ):
+        node_config["incremental_strategy"] = "merge" if node_config.get("unique_key") else "append"
 
 
 def table_name(relation: BaseRelation) -> TableName:

@@ -1,0 +1,117 @@
+{#- Incremental overrides of dbt-spark for Iceberg tables. -#}
+
+{% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
+  {#- dbt-spark's list plus icetime's, and any project-defined get_incremental_<name>_sql. -#}
+  {%- set accepted = adapter.valid_incremental_strategies() -%}
+  {%- if raw_strategy not in accepted and ('get_incremental_' ~ raw_strategy ~ '_sql') not in context -%}
+    {% do exceptions.raise_compiler_error(
+      "Invalid incremental strategy provided: '" ~ raw_strategy ~ "'. Accepted: "
+      ~ accepted | join(', ')) %}
+  {%- endif -%}
+  {% do return(raw_strategy) %}
+{% endmacro %}
+
+{% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
+  {#- Every strategy goes through dbt's get_incremental_<strategy>_sql(arg_dict) convention,
+      so each one is a single dispatched macro that a project can override. -#}
+  {%- set strategy_sql = adapter.get_incremental_strategy_macro(context, strategy) -%}
+  {{ strategy_sql({
+      'target_relation': target,
+      'temp_relation': source,
+      'existing_relation': existing,
+      'unique_key': unique_key,
+      'dest_columns': none,
+      'incremental_predicates': incremental_predicates,
+  }) }}
+{% endmacro %}
+
+{% macro icetime__get_incremental_append_sql(arg_dict) %}
+  {{ get_insert_into_sql(arg_dict['temp_relation'], arg_dict['target_relation']) }}
+{% endmacro %}
+
+{% macro icetime__get_incremental_merge_sql(arg_dict) %}
+  {{ get_merge_sql(arg_dict['target_relation'], arg_dict['temp_relation'], arg_dict['unique_key'],
+                   dest_columns=none, incremental_predicates=arg_dict['incremental_predicates']) }}
+{% endmacro %}
+
+{% macro icetime__get_incremental_insert_overwrite_sql(arg_dict) %}
+  {{ get_insert_overwrite_sql(arg_dict['temp_relation'], arg_dict['target_relation'], arg_dict['existing_relation']) }}
+{% endmacro %}
+
+{% macro icetime__get_incremental_microbatch_sql(arg_dict) %}
+  {%- if not config.get('partition_by') -%}
+    {% do exceptions.raise_compiler_error(
+      "The 'microbatch' incremental strategy needs a partition_by config of grain "
+      ~ config.get('batch_size') ~ "; got none.") %}
+  {%- endif -%}
+  {{ icetime__get_incremental_insert_overwrite_sql(arg_dict) }}
+{% endmacro %}
+
+{% macro icetime__get_incremental_delete_insert_sql(arg_dict) %}
+  {#- One atomic MERGE: source rows tagged 'delete' remove every target row with their key
+      (within the incremental predicates); rows tagged 'insert' never match and are added.
+      Source columns are renamed so that unqualified names in predicates mean the target's. -#}
+  {%- set target = arg_dict['target_relation'] -%}
+  {%- set source = arg_dict['temp_relation'] -%}
+  {%- set unique_key = arg_dict['unique_key'] -%}
+  {%- set predicates = arg_dict['incremental_predicates'] or [] -%}
+  {%- if not unique_key -%}
+    {% do exceptions.raise_compiler_error("The delete+insert strategy needs a unique_key; got " ~ unique_key) %}
+  {%- endif -%}
+  {%- set keys = ([unique_key] if unique_key is string else unique_key) | map('lower') | list -%}
+  {%- set columns = adapter.get_columns_in_relation(target) -%}
+  merge into {{ target }} as DBT_INTERNAL_DEST
+  using (
+    select {% for c in columns %}{{ c.quoted }} as {{ icetime_source_column(c.name) }}, {% endfor -%}
+      'insert' as dbt_icetime_action
+    from {{ source }}
+    union all
+    select distinct {% for c in columns -%}
+      {%- if c.name | lower in keys %}{{ c.quoted }}{% else %}null{% endif %} as {{ icetime_source_column(c.name) }}, {% endfor -%}
+      'delete' as dbt_icetime_action
+    from {{ source }}
+  ) as DBT_INTERNAL_SOURCE
+  on DBT_INTERNAL_SOURCE.dbt_icetime_action = 'delete'
+    {%- for key in keys %}
+    and DBT_INTERNAL_SOURCE.{{ icetime_source_column(key) }} = DBT_INTERNAL_DEST.{{ key }}
+    {%- endfor %}
+    {%- for predicate in predicates %}
+    and {{ predicate }}
+    {%- endfor %}
+  when matched then delete
+  when not matched and DBT_INTERNAL_SOURCE.dbt_icetime_action = 'insert' then
+    insert ({{ columns | map(attribute='quoted') | join(', ') }})
+    values ({% for c in columns %}DBT_INTERNAL_SOURCE.{{ icetime_source_column(c.name) }}{{ ', ' if not loop.last }}{% endfor %})
+{% endmacro %}
+
+{% macro icetime_source_column(name) -%}
+  `dbt_icetime_src__{{ name | replace('`', '``') }}`
+{%- endmacro %}
+
+{% macro get_insert_into_sql(source_relation, target_relation) %}
+  {#- Append by column name: a target column the new query no longer has is written as null. -#}
+  {%- set source_names = adapter.get_columns_in_relation(source_relation) | map(attribute='name') | map('lower') | list -%}
+  insert into {{ target_relation }}
+  select
+  {%- for column in adapter.get_columns_in_relation(target_relation) %}
+    {% if column.name | lower in source_names %}{{ column.quoted }}{% else %}cast(null as {{ column.data_type }}) as {{ column.quoted }}{% endif %}
+    {{- ',' if not loop.last }}
+  {%- endfor %}
+  from {{ source_relation }}
+{% endmacro %}
+
+{% macro icetime__alter_relation_add_remove_columns(relation, add_columns, remove_columns) %}
+  {#- Iceberg drops columns as a metadata change (dbt-spark refuses to). -#}
+  {% if add_columns %}
+    {% call statement('icetime_add_columns') -%}
+      alter table {{ relation }} add columns (
+        {%- for column in add_columns %}{{ column.quoted }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
+      )
+    {%- endcall %}
+  {% endif %}
+  {% for column in remove_columns or [] %}
+    {% call statement('icetime_drop_column') -%}
+      alter table {{ relation }} drop column {{ column.quoted }}
+    {%- endcall %}
+  {% endfor %}
+{% endmacro %}

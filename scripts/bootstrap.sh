@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Set up everything icetime needs on a fresh machine, idempotently:
+#   - a virtual environment in .venv with icetime and its pinned dependencies;
+#   - the Debian JDBC jars the Iceberg catalog needs (installed with apt-get when running as
+#     root, otherwise a message saying what to install).
+# Usage: scripts/bootstrap.sh [--with-postgres]   (--with-postgres: also the PostgreSQL server
+# and its JDBC driver, for the tests that start a real PostgreSQL catalog)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv"
+python=${PYTHON:-python3.11}
+command -v "$python" >/dev/null 2>&1 || python=python3
+
+say() { printf '\033[1m[icetime]\033[0m %s\n' "$*"; }
+log="$root/.venv-install.log"
+quietly() { "$@" >"$log" 2>&1 || { cat "$log"; say "failed: $*"; exit 1; }; }
+
+debian_packages=()
+[ -f /usr/share/java/sqlite-jdbc.jar ] || debian_packages+=(libxerial-sqlite-jdbc-java)
+command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] \
+  || debian_packages+=(openjdk-17-jre-headless)
+if [ "${1:-}" = "--with-postgres" ]; then
+  [ -f /usr/share/java/postgresql.jar ] || debian_packages+=(libpostgresql-jdbc-java)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgresql)
+fi
+if [ ${#debian_packages[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian packages: ${debian_packages[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_packages[@]}" >/dev/null
+  else
+    say "missing system packages: ${debian_packages[*]}"
+    say "install them with: sudo apt-get update && sudo apt-get install ${debian_packages[*]}"
+    exit 1
+  fi
+fi
+
+# A regular (not editable) install: what users get, and what `dbt init` can discover.
+# Dependencies install once; icetime itself is reinstalled whenever its sources change.
+[ -x "$venv/bin/python" ] || { say "creating $venv"; "$python" -m venv "$venv"; }
+deps_stamp="$venv/.icetime-deps"
+deps_hash=$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)
+if [ ! -f "$deps_stamp" ] || [ "$(cat "$deps_stamp")" != "$deps_hash" ]; then
+  say "installing Python packages (dbt-core 1.11, dbt-spark 1.11, PySpark 3.5, Iceberg 1.10, pyiceberg 0.12)"
+  quietly "$venv/bin/python" -m pip install --upgrade pip
+  quietly "$venv/bin/python" -m pip install "$root[dev,thrift]"
+  echo "$deps_hash" > "$deps_stamp"
+fi
+src_stamp="$venv/.icetime-src"
+src_hash=$(cd "$root" && find pyproject.toml adapter -type f ! -path '*__pycache__*' ! -path '*.egg-info*' \
+  -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+if [ ! -f "$src_stamp" ] || [ "$(cat "$src_stamp")" != "$src_hash" ]; then
+  say "installing the icetime adapter from $root"
+  quietly "$venv/bin/python" -m pip install --no-deps --force-reinstall "$root"
+  rm -rf "$root/build" "$root"/adapter/*.egg-info
+  echo "$src_hash" > "$src_stamp"
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's test command: set up (including PostgreSQL for the PostgreSQL-catalog tests),
+# lint, type-check, then run the whole test suite. Extra arguments go to pytest.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/bootstrap.sh" --with-postgres
+export PATH="$root/.venv/bin:$PATH"
+cd "$root"
+
+echo "== ruff"; ruff check .
+echo "== mypy"; mypy
+echo "== pytest"
+exec pytest "$@"

@@ -1,0 +1,86 @@
+"""Profile parsing: defaults of the zero-config profile and clear errors for bad keys/values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+
+
+def parse(**profile: Any) -> IcetimeCredentials:
+    return IcetimeCredentials.from_dict({"method": "session", "schema": "analytics", **profile})
+
+
+def test_zero_config_profile_defaults() -> None:
+    creds = parse()
+    assert creds.type == "icetime"
+    assert creds.host == "localhost"
+    assert creds.catalog == "icetime"
+    assert creds.catalog_type == "sqlite"
+    assert creds.database == "icetime"  # dbt's database is the Iceberg catalog
+    assert creds.icetime_dir == ".icetime"
+    assert creds.is_embedded
+
+
+def test_database_names_the_catalog() -> None:
+    assert parse(catalog="lake").database == "lake"
+    assert parse(database="other").database == "other"
+
+
+def test_remote_method_uses_the_servers_catalog() -> None:
+    creds = IcetimeCredentials.from_dict(
+        {"method": "thrift", "host": "127.0.0.1", "port": 10000, "user": "dbt", "schema": "s"}
+    )
+    assert creds.catalog_type == "server"
+    assert creds.database is None  # two-part names: the server's default catalog
+    assert not creds.is_embedded
+
+
+def test_target_exposes_database() -> None:
+    info = dict(parse().connection_info())
+    assert info["database"] == "icetime"
+    assert info["catalog_type"] == "sqlite"
+
+
+def test_unknown_key_is_named_with_a_suggestion() -> None:
+    with pytest.raises(errors.ConfigurationError) as raised:
+        parse(warehous="/tmp/w", spark_confs={})
+    message = str(raised.value)
+    assert "'spark_confs'" in message and "'warehous'" in message
+    assert "did you mean 'warehouse'?" in message
+    assert "did you mean 'spark_conf'?" in message
+    assert "Accepted keys:" in message and "icetime_dir" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        ("catalog_type", "hive", "sqlite, postgres, server"),
+        ("metadata_access", "magic", "auto, pyiceberg, spark"),
+    ],
+)
+def test_bad_choice_names_value_and_accepted(key: str, value: str, accepted: str) -> None:
+    with pytest.raises(errors.ConfigurationError) as raised:
+        parse(**{key: value})
+    assert f"'{value}'" in str(raised.value) and accepted in str(raised.value)
+
+
+def test_postgres_catalog_needs_a_uri() -> None:
+    with pytest.raises(errors.ConfigurationError, match="catalog_uri"):
+        parse(catalog_type="postgres")
+
+
+def test_session_cannot_use_a_server_catalog() -> None:
+    with pytest.raises(errors.ConfigurationError, match="catalog_type"):
+        parse(catalog_type="server")
+
+
+def test_relative_icetime_dir_resolves_against_the_project(tmp_path: Any) -> None:
+    creds = parse(icetime_dir="state")
+    creds.resolve_paths(str(tmp_path))
+    assert creds.icetime_dir == str(tmp_path / "state")
+    creds.resolve_paths("/elsewhere")  # already absolute: unchanged
+    assert creds.icetime_dir == str(tmp_path / "state")

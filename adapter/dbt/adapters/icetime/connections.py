@@ -20,6 +20,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.sql import sql_literal
 
 logger = AdapterLogger("icetime")
 
@@ -73,6 +74,14 @@ class IcetimeCursor(Cursor):
             raise DbtRuntimeError(describe_jvm_error(exc)) from exc
 
 
+class IcetimeSessionWrapper(SessionConnectionWrapper):
+    """dbt-spark's session wrapper with correct literals for bindings."""
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> str:  # type: ignore[override]
+        return sql_literal(value)
+
+
 class IcetimeSessionHandle:
     """What dbt-spark's session wrapper expects of a handle: something that makes cursors."""
 
@@ -94,7 +103,7 @@ class IcetimeConnectionManager(SparkConnectionManager):
         if connection.state == ConnectionState.OPEN:
             return connection
         session = embedded.spark_session(creds)
-        connection.handle = SessionConnectionWrapper(IcetimeSessionHandle(session))  # type: ignore[arg-type]
+        connection.handle = IcetimeSessionWrapper(IcetimeSessionHandle(session))  # type: ignore[arg-type]
         connection.state = ConnectionState.OPEN
         return connection
 

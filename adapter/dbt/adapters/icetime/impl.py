@@ -21,6 +21,7 @@ from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName, choose_reader
 from dbt.adapters.icetime.relation import IcetimeRelation
+from dbt.adapters.icetime.sql import sql_literal
 
 logger = AdapterLogger("icetime")
 
@@ -133,7 +134,7 @@ class IcetimeAdapter(SparkAdapter):
     @available
     def icetime_quote_string(self, value: Any) -> str:
         """A Spark SQL string literal for any value (backslash and quote escaped)."""
-        return quote_string(str(value))
+        return sql_literal(str(value))
 
     @available
     def icetime_catalog(self) -> str | None:
@@ -147,10 +148,6 @@ class IcetimeAdapter(SparkAdapter):
     @classmethod
     def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:
         return {"adapter_type": "icetime", "table_format": ICEBERG_FILE_FORMAT}
-
-
-def quote_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:

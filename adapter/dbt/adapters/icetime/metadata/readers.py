@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.sql import quote_identifier
 from dbt.adapters.icetime.metadata.model import (
     DATA_MANIFEST,
     DELETE_MANIFEST,
@@ -46,10 +47,6 @@ class TableName:
     def sql(self, metadata_table: str | None = None) -> str:
         parts = [p for p in (self.catalog, self.namespace, self.name, metadata_table) if p]
         return ".".join(quote_identifier(p) for p in parts)
-
-
-def quote_identifier(value: str) -> str:
-    return "`" + value.replace("`", "``") + "`"
 
 
 class MetadataReader(Protocol):

@@ -1,12 +1,15 @@
 {#- Incremental overrides of dbt-spark for Iceberg tables. -#}
 
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
-  {#- dbt-spark's list plus icetime's, and any project-defined get_incremental_<name>_sql. -#}
+  {#- icetime's strategies, or any project-defined get_incremental_<name>_sql; checked before
+      the first statement runs. file_format is always iceberg here. -#}
   {%- set accepted = adapter.valid_incremental_strategies() -%}
-  {%- if raw_strategy not in accepted and ('get_incremental_' ~ raw_strategy ~ '_sql') not in context -%}
+  {%- set macro_name = 'get_incremental_' ~ (raw_strategy | string | replace('+', '_')) ~ '_sql' -%}
+  {%- if raw_strategy not in accepted and macro_name not in context -%}
     {% do exceptions.raise_compiler_error(
-      "Invalid incremental strategy provided: '" ~ raw_strategy ~ "'. Accepted: "
-      ~ accepted | join(', ')) %}
+      'dbt could not find an incremental strategy macro with the name "' ~ macro_name ~ '": '
+      ~ "incremental_strategy '" ~ raw_strategy ~ "' is not known. Accepted: "
+      ~ accepted | join(', ') ~ ", or a strategy your project defines as a macro of that name.") %}
   {%- endif -%}
   {% do return(raw_strategy) %}
 {% endmacro %}
@@ -114,4 +117,39 @@
       alter table {{ relation }} drop column {{ column.quoted }}
     {%- endcall %}
   {% endfor %}
+{% endmacro %}
+
+{% macro icetime__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
+  {#- dbt-spark's MERGE with explicit column lists matched by name, so a target column the
+      query no longer selects (on_schema_change: append_new_columns / ignore) keeps its values
+      on update and is null on insert, instead of failing `UPDATE SET *`. -#}
+  {%- set predicates = [] + (incremental_predicates or []) -%}
+  {%- set source_names = adapter.get_columns_in_relation(source) | map(attribute='name') | map('lower') | list -%}
+  {%- set shared = [] -%}
+  {%- for column in adapter.get_columns_in_relation(target) -%}
+    {%- if column.name | lower in source_names %}{% do shared.append(column) %}{% endif -%}
+  {%- endfor -%}
+  {#- dbt-spark answers none for "every column", meaning `*`; spell the shared ones out. -#}
+  {%- set update_columns = get_merge_update_columns(
+        config.get('merge_update_columns'), config.get('merge_exclude_columns'), shared)
+      or shared | map(attribute='quoted') | list -%}
+  {%- if unique_key -%}
+    {%- for key in ([unique_key] if unique_key is string else unique_key) -%}
+      {%- do predicates.append('DBT_INTERNAL_SOURCE.' ~ key ~ ' = DBT_INTERNAL_DEST.' ~ key) -%}
+    {%- endfor -%}
+  {%- else -%}
+    {%- do predicates.append('FALSE') -%}
+  {%- endif -%}
+  {{ sql_header if sql_header is not none }}
+  merge into {{ target }} as DBT_INTERNAL_DEST
+  using {{ source }} as DBT_INTERNAL_SOURCE
+  on {{ predicates | join(' and ') }}
+  {%- if update_columns %}
+  when matched then update set
+    {%- for name in update_columns %}
+    {{ name }} = DBT_INTERNAL_SOURCE.{{ name }}{{ ',' if not loop.last }}
+    {%- endfor %}
+  {%- endif %}
+  when not matched then insert ({{ shared | map(attribute='quoted') | join(', ') }})
+    values ({% for c in shared %}DBT_INTERNAL_SOURCE.{{ c.quoted }}{{ ', ' if not loop.last }}{% endfor %})
 {% endmacro %}

@@ -1,0 +1,128 @@
+"""Iceberg-aware relation handling: catalog as database, listings, drops, failing closed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.icetime.errors import CatalogError
+
+INCREMENTAL = """
+{{ config(materialized='incremental', unique_key='id') }}
+select id, 'v' || cast(id as string) as label from range(5) as r(id)
+"""
+
+
+def current_snapshot(project: Any, table: str) -> int:
+    rows = project.run_sql(
+        f"select snapshot_id from {project.database}.{project.test_schema}.{table}.history "
+        "order by made_current_at desc limit 1",
+        fetch="all",
+    )
+    return int(rows[0][0])
+
+
+class TestCatalogAsDatabase:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "base.sql": "{{ config(materialized='table') }} select 1 as id",
+            "over_base.sql": "select * from {{ ref('base') }}",
+        }
+
+    def test_three_part_names(self, project: Any) -> None:
+        run_dbt(["run"])
+        manifest = json.loads((Path(project.project_root) / "target/manifest.json").read_text())
+        node = manifest["nodes"]["model.test.over_base"]
+        assert node["database"] == "icetime"
+        assert node["relation_name"] == f"icetime.{project.test_schema}.over_base"
+        compiled = (
+            Path(project.project_root) / "target/compiled/test/models/over_base.sql"
+        ).read_text()
+        assert f"icetime.{project.test_schema}.base" in compiled
+
+    def test_listing_reports_iceberg_tables_and_views(self, project: Any) -> None:
+        run_dbt(["run"])
+        adapter = project.adapter
+        schema = adapter.Relation.create(database="icetime", schema=project.test_schema)
+        with adapter.connection_named("list"):
+            relations = {r.identifier: r for r in adapter.list_relations_without_caching(schema)}
+            missing = adapter.Relation.create(database="icetime", schema="no_such_namespace")
+            assert adapter.list_relations_without_caching(missing) == []
+        assert set(relations) == {"base", "over_base"}
+        assert relations["base"].type == "table" and relations["base"].is_iceberg
+        assert relations["over_base"].type == "view" and not relations["over_base"].is_iceberg
+
+
+class TestDropPurgesFiles:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"doomed.sql": "{{ config(materialized='table') }} select 1 as id"}
+
+    def test_drop_schema_removes_tables_and_their_files(
+        self, project: Any, icetime_home: Path
+    ) -> None:
+        run_dbt(["run"])
+        table_dir = icetime_home / "warehouse" / project.test_schema / "doomed"
+        assert any(table_dir.rglob("*.parquet"))
+        adapter = project.adapter
+        with adapter.connection_named("drop"):
+            adapter.drop_schema(
+                adapter.Relation.create(database="icetime", schema=project.test_schema)
+            )
+        assert not any(table_dir.rglob("*.parquet"))
+        schemas = project.run_sql("show namespaces in icetime", fetch="all")
+        assert project.test_schema not in {row[0] for row in schemas}
+
+
+class TestListingFailsClosed:
+    """A catalog that cannot answer must stop the run, never look like an empty schema."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"events.sql": INCREMENTAL}
+
+    def test_locked_catalog_stops_the_run_and_changes_nothing(
+        self, project: Any, icetime_home: Path
+    ) -> None:
+        run_dbt(["run"])
+        before = current_snapshot(project, "events")
+        with locked(icetime_home / "catalog.db"):
+            with pytest.raises(DbtRuntimeError, match="is locked by another process"):
+                run_dbt(["run", "--full-refresh"])
+        assert current_snapshot(project, "events") == before
+        rows = project.run_sql(
+            f"select count(*) from {project.database}.{project.test_schema}.events", fetch="one"
+        )
+        assert rows[0] == 5
+
+    def test_relation_listing_raises_instead_of_answering_empty(
+        self, project: Any, icetime_home: Path
+    ) -> None:
+        run_dbt(["run"])
+        adapter = project.adapter
+        schema = adapter.Relation.create(database="icetime", schema=project.test_schema)
+        with adapter.connection_named("list"), locked(icetime_home / "catalog.db"):
+            with pytest.raises(CatalogError, match="could not list the relations in") as raised:
+                adapter.list_relations_without_caching(schema)
+        assert "Refusing to continue" in str(raised.value)
+
+
+@contextmanager
+def locked(catalog: Path) -> Iterator[None]:
+    """Hold SQLite's exclusive lock on the catalog, as another writer would."""
+    holder = sqlite3.connect(catalog, isolation_level=None, timeout=30)
+    try:
+        holder.execute("begin exclusive")
+        yield
+    finally:
+        holder.execute("rollback")
+        holder.close()

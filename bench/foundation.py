@@ -25,7 +25,8 @@ import time, sys
 t0 = time.monotonic()
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
-creds = IcetimeCredentials.from_dict({"method": "session", "schema": "s", "icetime_dir": sys.argv[1]})
+profile = {"method": "session", "schema": "s", "icetime_dir": sys.argv[1]}
+creds = IcetimeCredentials.from_dict(profile)
 spark = spark_session(creds)
 spark.sql("show namespaces").collect()
 print(time.monotonic() - t0)
@@ -45,7 +46,9 @@ def main() -> None:
 
     shutil.rmtree(WORK, ignore_errors=True)
     project = WORK / "integration_tests"
-    shutil.copytree(DEMO, project, ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages"))
+    shutil.copytree(
+        DEMO, project, ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages")
+    )
     (project / "packages.yml").write_text(f"packages:\n  - local: {ROOT}\n")
     env = {**os.environ, "DBT_PROFILES_DIR": str(project)}
 
@@ -53,7 +56,9 @@ def main() -> None:
     for i in range(repeat):
         out = subprocess.run(
             [sys.executable, "-c", STARTUP, str(WORK / f"startup{i}")],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         startups.append(float(out.strip().splitlines()[-1]))
 
@@ -78,7 +83,9 @@ def main() -> None:
         "| --- | ---: | --- |",
     ]
     for name, values in rows:
-        lines.append(f"| {name} | {statistics.median(values):.1f} | {min(values):.1f}-{max(values):.1f} |")
+        lines.append(
+            f"| {name} | {statistics.median(values):.1f} | {min(values):.1f}-{max(values):.1f} |"
+        )
     out = ROOT / "bench" / "results" / "foundation.md"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

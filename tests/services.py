@@ -8,6 +8,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,15 +45,17 @@ def _postgres_bin() -> Path:
 
 
 @contextmanager
-def postgres_server(base: Path) -> Iterator[PostgresServer]:
+def postgres_server() -> Iterator[PostgresServer]:
     """initdb + pg_ctl start on 127.0.0.1 with password auth; stopped (by pid file) on exit.
 
-    PostgreSQL refuses to run as root, so under root it runs as the `postgres` system user.
+    PostgreSQL refuses to run as root, so under root it runs as the `postgres` system user, in
+    a directory of its own under the system temp dir (pytest's are private to root).
     """
     bindir = _postgres_bin()
+    base = Path(tempfile.mkdtemp(prefix="icetime-pg-"))
     server = PostgresServer("127.0.0.1", free_port(), "icetime", "s3cret'pw", "icetime")
     data = base / "pgdata"
-    data.mkdir(parents=True)
+    data.mkdir()
     pwfile = base / "pwfile"
     pwfile.write_text(server.password + "\n")
     as_user: list[str] = []
@@ -67,22 +70,50 @@ def postgres_server(base: Path) -> Iterator[PostgresServer]:
         subprocess.run([*as_user, *args], check=True, capture_output=True, text=True, timeout=120)
 
     run(
-        str(bindir / "initdb"), "-D", str(data), "-U", server.user,
-        "--auth=scram-sha-256", f"--pwfile={pwfile}",
+        str(bindir / "initdb"),
+        "-D",
+        str(data),
+        "-U",
+        server.user,
+        "--auth=scram-sha-256",
+        f"--pwfile={pwfile}",
     )
     options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {data}"
-    run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "pg.log"), "-w", "start")
+    run(
+        str(bindir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(base / "pg.log"),
+        "-w",
+        "start",
+    )
     try:
         env = {**os.environ, "PGPASSWORD": server.password}
         subprocess.run(
-            [str(bindir / "createdb"), "-h", server.host, "-p", str(server.port),
-             "-U", server.user, server.database],
-            check=True, capture_output=True, text=True, env=env, timeout=60,
+            [
+                str(bindir / "createdb"),
+                "-h",
+                server.host,
+                "-p",
+                str(server.port),
+                "-U",
+                server.user,
+                server.database,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
         )
         yield server
     finally:
         subprocess.run(
             [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-            capture_output=True, timeout=120,
+            capture_output=True,
+            timeout=120,
         )
         shutil.rmtree(base, ignore_errors=True)

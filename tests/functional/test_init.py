@@ -14,7 +14,11 @@ def test_init_writes_a_profile_that_runs_the_starter_project(tmp_path: Path) -> 
     # Answers: adapter number, connection method number, then the defaults.
     choices = subprocess.run(
         [DBT, "init", "starter", "--profiles-dir", str(tmp_path)],
-        cwd=tmp_path, input="1\n1\n\n\n\n", capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        input="1\n1\n\n\n\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert "[1] icetime" in choices.stdout, choices.stdout[-2000:]
     profile = yaml.safe_load((tmp_path / "profiles.yml").read_text())

@@ -56,8 +56,8 @@ def busy_table(spark: Any) -> TableName:
     spark.sql(f"create table {t} (id bigint, name string) tblproperties ('format-version'='2')")
     spark.sql(f"insert into {t} values (1, 'a'), (2, 'b')")
     spark.sql(f"insert into {t} values (3, 'c')")
-    spark.sql(f"alter table {t} create tag first_two as of version "
-              f"{spark.sql(f'select snapshot_id from {t}.snapshots order by committed_at limit 1').first()[0]}")
+    first = spark.sql(f"select snapshot_id from {t}.snapshots order by committed_at limit 1")
+    spark.sql(f"alter table {t} create tag first_two as of version {first.first()[0]}")
     spark.sql(f"alter table {t} add column score double")
     spark.sql(f"insert overwrite {t} select id, name, 1.5 from {t} where id > 1")
     spark.sql(f"delete from {t} where id = 3")
@@ -74,11 +74,17 @@ def test_readers_agree_on_everything(readers: Any, busy_table: TableName) -> Non
     assert from_catalog == from_spark
 
 
-def test_metadata_matches_what_spark_reports(readers: Any, busy_table: TableName, spark: Any) -> None:
+def test_metadata_matches_what_spark_reports(
+    readers: Any, busy_table: TableName, spark: Any
+) -> None:
     meta = readers[0].table(busy_table)
-    history = spark.sql(f"select snapshot_id, made_current_at from {busy_table.sql('history')}").collect()
+    history = spark.sql(
+        f"select snapshot_id, made_current_at from {busy_table.sql('history')}"
+    ).collect()
     assert [e.snapshot_id for e in meta.snapshot_log] == [r.snapshot_id for r in history]
-    snapshots = spark.sql(f"select snapshot_id, operation from {busy_table.sql('snapshots')}").collect()
+    snapshots = spark.sql(
+        f"select snapshot_id, operation from {busy_table.sql('snapshots')}"
+    ).collect()
     assert {s.snapshot_id: s.operation for s in meta.snapshots} == {
         r.snapshot_id: r.operation for r in snapshots
     }
@@ -100,7 +106,10 @@ def test_metadata_matches_what_spark_reports(readers: Any, busy_table: TableName
 def test_readers_agree_on_manifests(readers: Any, busy_table: TableName) -> None:
     meta = readers[0].table(busy_table)
     for snapshot in meta.snapshots:
-        a, b = (sorted(r.manifests(busy_table, snapshot.snapshot_id), key=lambda m: m.path) for r in readers)
+        a, b = (
+            sorted(r.manifests(busy_table, snapshot.snapshot_id), key=lambda m: m.path)
+            for r in readers
+        )
         assert a == b
         assert a, f"snapshot {snapshot.snapshot_id} lists no manifests"
     current = readers[0].manifests(busy_table, meta.current_snapshot_id)
@@ -130,7 +139,9 @@ def test_missing_table_is_an_error_on_both_paths(readers: Any) -> None:
             reader.table(missing)
 
 
-def test_unreachable_catalog_falls_back_to_spark(readers: Any, busy_table: TableName, tmp_path: Path) -> None:
+def test_unreachable_catalog_falls_back_to_spark(
+    readers: Any, busy_table: TableName, tmp_path: Path
+) -> None:
     broken = PyIcebergReader("icetime", {"uri": f"sqlite:///{tmp_path}/missing/dir/catalog.db"})
     with pytest.raises(errors.CatalogError, match="could not open"):
         broken.table(busy_table)
@@ -147,3 +158,30 @@ def test_choose_reader_by_profile(creds: IcetimeCredentials) -> None:
     assert isinstance(choose_reader(server, "auto", lambda s: []), SparkSqlReader)
     with pytest.raises(errors.ConfigurationError, match="metadata_access"):
         choose_reader(server, "pyiceberg", lambda s: [])
+
+
+class TestAdapterMetadata:
+    """The adapter's reader (chosen from the profile) and its Spark SQL path on a dbt connection."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"twice.sql": "{{ config(materialized='table') }} select 1 as id"}
+
+    def test_adapter_reads_what_dbt_built(self, project: Any) -> None:
+        from dbt.tests.util import run_dbt
+
+        run_dbt(["run"])
+        run_dbt(["run"])  # create or replace: a second snapshot of the same table
+        adapter = project.adapter
+        relation = adapter.Relation.create(
+            database="icetime", schema=project.test_schema, identifier="twice"
+        )
+        with adapter.connection_named("metadata"):
+            meta = adapter.table_metadata(relation)
+            over_sql = SparkSqlReader(adapter._fetch_rows).table(
+                TableName("icetime", project.test_schema, "twice")
+            )
+        assert isinstance(adapter.metadata_reader(), FallbackReader)
+        assert meta == over_sql
+        assert len(meta.snapshot_log) == 2
+        assert meta.current_snapshot_id == meta.snapshot_log[-1].snapshot_id

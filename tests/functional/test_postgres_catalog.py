@@ -21,15 +21,17 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    with postgres_server(tmp_path_factory.mktemp("pg")) as server:
+def postgres() -> Iterator[PostgresServer]:
+    with postgres_server() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def demo_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = tmp_path_factory.mktemp("demo") / "integration_tests"
-    shutil.copytree(DEMO, copy, ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages"))
+    shutil.copytree(
+        DEMO, copy, ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages")
+    )
     (copy / "packages.yml").write_text(f"packages:\n  - local: {DEMO.parent}\n")
     return copy
 
@@ -54,10 +56,16 @@ def test_demo_builds_on_a_postgres_catalog(postgres: PostgresServer, demo_copy: 
     assert "PASS=17" in output and "ERROR=0" in output
 
     # The catalog really lives in PostgreSQL: the tables are registered there...
-    with psycopg2.connect(
-        host=postgres.host, port=postgres.port, user=postgres.user,
-        password=postgres.password, dbname=postgres.database,
-    ) as conn, conn.cursor() as cur:
+    with (
+        psycopg2.connect(
+            host=postgres.host,
+            port=postgres.port,
+            user=postgres.user,
+            password=postgres.password,
+            dbname=postgres.database,
+        ) as conn,
+        conn.cursor() as cur,
+    ):
         cur.execute(
             "select table_namespace, table_name from iceberg_tables "
             "where catalog_name = 'icetime' order by 1, 2"
@@ -69,13 +77,21 @@ def test_demo_builds_on_a_postgres_catalog(postgres: PostgresServer, demo_copy: 
     # ...and pyiceberg reads the same history from it: one commit per ingestion statement.
     creds = IcetimeCredentials.from_dict(
         {
-            "method": "session", "schema": "analytics", "catalog_type": "postgres",
-            "catalog_uri": postgres.jdbc_uri, "catalog_user": postgres.user,
-            "catalog_password": postgres.password, "icetime_dir": str(demo_copy / ".icetime-pg"),
+            "method": "session",
+            "schema": "analytics",
+            "catalog_type": "postgres",
+            "catalog_uri": postgres.jdbc_uri,
+            "catalog_user": postgres.user,
+            "catalog_password": postgres.password,
+            "icetime_dir": str(demo_copy / ".icetime-pg"),
         }
     )
     props = CatalogSettings.from_credentials(creds).pyiceberg_properties()
     assert props is not None
     objects = PyIcebergReader("icetime", props).table(TableName("icetime", "raw", "objects"))
     operations = [objects.snapshot(e.snapshot_id).operation for e in objects.snapshot_log]  # type: ignore[union-attr]
-    assert operations == ["append", "append", "overwrite"]  # batch 1 insert; batch 2 insert + decay MERGE
+    assert operations == [
+        "append",
+        "append",
+        "overwrite",
+    ]  # batch 1 insert; batch 2 insert + decay MERGE

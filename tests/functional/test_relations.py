@@ -95,9 +95,11 @@ class TestListingFailsClosed:
     ) -> None:
         run_dbt(["run"])
         before = current_snapshot(project, "events")
-        with locked(icetime_home / "catalog.db"):
-            with pytest.raises(DbtRuntimeError, match="is locked by another process"):
-                run_dbt(["run", "--full-refresh"])
+        with (
+            locked(icetime_home / "catalog.db"),
+            pytest.raises(DbtRuntimeError, match="is locked by another process"),
+        ):
+            run_dbt(["run", "--full-refresh"])
         assert current_snapshot(project, "events") == before
         rows = project.run_sql(
             f"select count(*) from {project.database}.{project.test_schema}.events", fetch="one"
@@ -110,9 +112,12 @@ class TestListingFailsClosed:
         run_dbt(["run"])
         adapter = project.adapter
         schema = adapter.Relation.create(database="icetime", schema=project.test_schema)
-        with adapter.connection_named("list"), locked(icetime_home / "catalog.db"):
-            with pytest.raises(CatalogError, match="could not list the relations in") as raised:
-                adapter.list_relations_without_caching(schema)
+        with (
+            adapter.connection_named("list"),
+            locked(icetime_home / "catalog.db"),
+            pytest.raises(CatalogError, match="could not list the relations in") as raised,
+        ):
+            adapter.list_relations_without_caching(schema)
         assert "Refusing to continue" in str(raised.value)
 
 

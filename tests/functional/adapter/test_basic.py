@@ -9,7 +9,6 @@ from dbt.tests.adapter.basic.expected_catalog import (
     expected_references_catalog,
     no_stats,
 )
-
 from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_docs_generate import BaseDocsGenerate, BaseDocsGenReferences

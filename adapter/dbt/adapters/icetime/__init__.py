@@ -1,10 +1,10 @@
-from dbt.adapters.base import AdapterPlugin
+from dbt.adapters.base.plugin import AdapterPlugin
+from dbt.include import icetime
 
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.impl import IcetimeAdapter
 from dbt.adapters.icetime.relation import IcetimeRelation
-from dbt.include import icetime
 
 Plugin = AdapterPlugin(
     adapter=IcetimeAdapter,  # type: ignore[arg-type]

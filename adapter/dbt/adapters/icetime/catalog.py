@@ -99,12 +99,10 @@ def _as_file_uri(path_or_uri: str) -> str:
 
 def _postgres_sqlalchemy_uri(jdbc_uri: str, user: str | None, password: str | None) -> str:
     if not jdbc_uri.startswith("jdbc:postgresql:"):
-        raise errors.ConfigurationError(
-            errors.BAD_PROFILE_VALUE.format(
-                key="catalog_uri",
-                value=jdbc_uri,
-                accepted="jdbc:postgresql://HOST:PORT/DATABASE when catalog_type is postgres",
-            )
+        raise errors.bad_profile_value(
+            "catalog_uri",
+            jdbc_uri,
+            "jdbc:postgresql://HOST:PORT/DATABASE when catalog_type is postgres",
         )
     parts = urlsplit(jdbc_uri.removeprefix("jdbc:"))
     login = ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -67,9 +67,12 @@ class IcetimeCursor(Cursor):
 
     def fetchall(self) -> Any:
         from py4j.protocol import Py4JJavaError
+        from pyspark.errors.exceptions.captured import CapturedException
 
         try:
             return super().fetchall()
+        except CapturedException as exc:
+            raise DbtRuntimeError(str(exc).strip()) from exc
         except Py4JJavaError as exc:
             raise DbtRuntimeError(describe_jvm_error(exc)) from exc
 
@@ -111,6 +114,8 @@ class IcetimeConnectionManager(SparkConnectionManager):
     def exception_handler(self, sql: str) -> Generator[None, None, None]:
         try:
             yield
+        except errors.IcetimeError:
+            raise
         except DbtRuntimeError as exc:
             logger.debug(f"Error while running:\n{sql}")
             raise self._translate(str(exc.msg)) from exc
@@ -125,7 +130,7 @@ class IcetimeConnectionManager(SparkConnectionManager):
 
     def _translate(self, message: str) -> DbtRuntimeError:
         if any(marker in message for marker in LOCKED_MARKERS):
-            creds = self.profile.credentials
+            creds = cast(IcetimeCredentials, self.profile.credentials)
             where = CatalogSettings.from_credentials(creds).sqlite_path or creds.catalog_uri
             return errors.CatalogError(errors.CATALOG_LOCKED.format(where=where))
         return DbtRuntimeError(message)

@@ -62,22 +62,18 @@ class IcetimeCredentials(SparkCredentials):
         _check_choice("catalog_type", self.catalog_type, CATALOG_TYPES)
         _check_choice("metadata_access", self.metadata_access, METADATA_ACCESS)
         if self.catalog_type == "postgres" and not self.catalog_uri:
-            raise errors.ConfigurationError(
-                errors.BAD_PROFILE_VALUE.format(
-                    key="catalog_uri",
-                    value=self.catalog_uri,
-                    accepted="a JDBC URI such as jdbc:postgresql://127.0.0.1:5432/icetime "
-                    "when catalog_type is postgres",
-                )
+            raise errors.bad_profile_value(
+                "catalog_uri",
+                self.catalog_uri,
+                "a JDBC URI such as jdbc:postgresql://127.0.0.1:5432/icetime "
+                "when catalog_type is postgres",
             )
         if self.is_embedded and self.catalog_type == "server":
-            raise errors.ConfigurationError(
-                errors.BAD_PROFILE_VALUE.format(
-                    key="catalog_type",
-                    value=self.catalog_type,
-                    accepted="sqlite or postgres with method: session "
-                    "(server means the remote Spark server's own catalog)",
-                )
+            raise errors.bad_profile_value(
+                "catalog_type",
+                self.catalog_type,
+                "sqlite or postgres with method: session "
+                "(server means the remote Spark server's own catalog)",
             )
         self.spark_conf = {str(k): str(v) for k, v in self.spark_conf.items()}
         if catalog_database is not None:
@@ -121,13 +117,13 @@ class IcetimeCredentials(SparkCredentials):
 
 def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:
     if value not in accepted:
-        raise errors.ConfigurationError(
-            errors.BAD_PROFILE_VALUE.format(key=key, value=value, accepted=", ".join(accepted))
-        )
+        raise errors.bad_profile_value(key, value, ", ".join(accepted))
 
 
 def _reject_unknown_keys(cls: type[IcetimeCredentials], data: dict[str, Any]) -> None:
-    accepted = sorted({f.name for f in fields(cls) if not f.name.startswith("_")} | set(cls._ALIASES))
+    accepted = sorted(
+        {f.name for f in fields(cls) if not f.name.startswith("_")} | set(cls._ALIASES)
+    )
     unknown = sorted(key for key in data if key not in accepted)
     if not unknown:
         return

@@ -98,7 +98,9 @@ def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
     for jar in settings.jars:
         if not os.path.isfile(jar):
             name, fix = what.get(jar, ("Iceberg Spark runtime", errors.ICEBERG_JAR_FIX))
-            raise errors.EnvironmentSetupError(errors.JAR_MISSING.format(what=name, path=jar, fix=fix))
+            raise errors.EnvironmentSetupError(
+                errors.JAR_MISSING.format(what=name, path=jar, fix=fix)
+            )
     for directory in _local_dirs(settings.catalog):
         _check_writable(directory)
     if settings.catalog.sqlite_path:
@@ -186,4 +188,6 @@ def _check_sqlite_unlocked(path: str) -> None:
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc):
             raise errors.CatalogError(errors.CATALOG_LOCKED.format(where=path)) from exc
-        raise errors.CatalogError(f"Cannot open the Iceberg catalog database {path}: {exc}") from exc
+        raise errors.CatalogError(
+            f"Cannot open the Iceberg catalog database {path}: {exc}"
+        ) from exc

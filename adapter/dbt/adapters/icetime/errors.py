@@ -30,9 +30,13 @@ class MetadataError(IcetimeError):
     """Iceberg table metadata could not be read."""
 
 
+def bad_profile_value(key: str, value: object, accepted: str) -> ConfigurationError:
+    """The error for a profile key whose value icetime cannot accept."""
+    return ConfigurationError(BAD_PROFILE_VALUE.format(key=key, value=value, accepted=accepted))
+
+
 UNKNOWN_PROFILE_KEYS = (
-    "Unknown key(s) in the icetime profile: {keys}.{hints}\n"
-    "Accepted keys: {accepted}."
+    "Unknown key(s) in the icetime profile: {keys}.{hints}\nAccepted keys: {accepted}."
 )
 BAD_PROFILE_VALUE = "Profile key '{key}' has the value {value!r}; accepted: {accepted}."
 JAVA_MISSING = (
@@ -41,9 +45,7 @@ JAVA_MISSING = (
     "'apt-get install openjdk-17-jre-headless' (or your platform's JDK 17) "
     "and make sure 'java' is on PATH or JAVA_HOME points at it."
 )
-JAR_MISSING = (
-    "The {what} jar was not found at {path}. {fix}"
-)
+JAR_MISSING = "The {what} jar was not found at {path}. {fix}"
 SQLITE_JAR_FIX = (
     "Install it with 'apt-get update && apt-get install libxerial-sqlite-jdbc-java', "
     "or set 'sqlite_jdbc_jar' in the profile to a sqlite-jdbc jar."

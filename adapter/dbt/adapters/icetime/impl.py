@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
 from typing import Any
 
-from dbt.adapters.base import BaseRelation
 from dbt.adapters.base.meta import available
+from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
@@ -25,8 +25,7 @@ from dbt.adapters.icetime.sql import sql_literal
 
 logger = AdapterLogger("icetime")
 
-SHOW_TABLES_MACRO = "icetime__show_tables"
-SHOW_VIEWS_MACRO = "icetime__show_views"
+SHOW_RELATIONS_MACRO = "icetime__show_relations"
 # Errors that mean the namespace truly does not exist (an answer, not a failure).
 NAMESPACE_MISSING_MARKERS = (
     "NoSuchNamespaceException",
@@ -61,10 +60,13 @@ class IcetimeAdapter(SparkAdapter):
         A namespace that does not exist is an empty answer. Any other failure raises: a
         listing that silently came back empty would make dbt rebuild existing tables.
         """
-        kwargs = {"schema_relation": schema_relation}
         try:
-            tables = self.execute_macro(SHOW_TABLES_MACRO, kwargs=kwargs)
-            views = self.execute_macro(SHOW_VIEWS_MACRO, kwargs=kwargs)
+            tables, views = (
+                self.execute_macro(
+                    SHOW_RELATIONS_MACRO, kwargs={"schema_relation": schema_relation, "kind": kind}
+                )
+                for kind in ("tables", "views")
+            )
         except DbtRuntimeError as exc:
             message = str(getattr(exc, "msg", exc))
             if any(marker in message for marker in NAMESPACE_MISSING_MARKERS):
@@ -127,6 +129,26 @@ class IcetimeAdapter(SparkAdapter):
             apply_iceberg_defaults(getattr(node, "name", "?"), node_config)
         return super().pre_model_hook(config)
 
+    # -- Iceberg metadata -------------------------------------------------------------------
+
+    def metadata_reader(self) -> MetadataReader:
+        """pyiceberg on the profile's catalog when reachable, else Spark SQL on this connection."""
+        if self._metadata_reader is None:
+            creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+            self._metadata_reader = choose_reader(
+                CatalogSettings.from_credentials(creds), creds.metadata_access, self._fetch_rows
+            )
+        return self._metadata_reader
+
+    def table_metadata(self, relation: BaseRelation) -> TableMetadata:
+        return self.metadata_reader().table(table_name(relation))
+
+    def _fetch_rows(self, sql: str) -> list[tuple[Any, ...]]:
+        _, table = self.execute(sql, fetch=True)
+        return [tuple(row.values()) for row in table.rows]
+
+    # -- dbt hooks and helpers for macros -------------------------------------------------------
+
     @available
     def valid_incremental_strategies(self) -> list[str]:
         return ["append", "merge", "insert_overwrite", "microbatch", "delete+insert"]
@@ -183,7 +205,7 @@ def _project_root(config: Any) -> str:
     try:
         from dbt.flags import get_flags
 
-        project_dir = getattr(get_flags(), "PROJECT_DIR", None)
+        project_dir = getattr(get_flags(), "PROJECT_DIR", None)  # type: ignore[no-untyped-call]
     except Exception:  # flags are not set outside a dbt command
         project_dir = None
     return str(project_dir or os.getcwd())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dbt.adapters.base.relation import BaseRelation, Policy
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.contracts.relation import Policy
 from dbt.adapters.spark.relation import SparkRelation
 
 

@@ -36,13 +36,11 @@ def choose_reader(settings: CatalogSettings, access: str, run_sql: SqlRunner) ->
     if access == "spark" or (access == "auto" and properties is None):
         return SparkSqlReader(run_sql)
     if properties is None:
-        raise errors.ConfigurationError(
-            errors.BAD_PROFILE_VALUE.format(
-                key="metadata_access",
-                value=access,
-                accepted="auto or spark when the catalog is the server's own "
-                "(pyiceberg needs catalog_type sqlite or postgres)",
-            )
+        raise errors.bad_profile_value(
+            "metadata_access",
+            access,
+            "auto or spark when the catalog is the server's own "
+            "(pyiceberg needs catalog_type sqlite or postgres)",
         )
     primary = PyIcebergReader(settings.name, properties)
     if access == "auto":

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.sql import quote_identifier
 from dbt.adapters.icetime.metadata.model import (
     DATA_MANIFEST,
     DELETE_MANIFEST,
@@ -25,6 +24,7 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
     from_pyiceberg,
 )
+from dbt.adapters.icetime.sql import quote_identifier
 
 # Runs one SQL statement and returns its rows as sequences of values.
 SqlRunner = Callable[[str], Sequence[Sequence[Any]]]
@@ -143,7 +143,7 @@ class SparkSqlReader:
         location = self._current_metadata_file(name)
         rows = self._query(
             name,
-            "select value from text.{} ".format(quote_identifier(location)),
+            f"select value from text.{quote_identifier(location)} ",
         )
         text = "".join(str(row[0]) for row in rows)
         try:

@@ -1,17 +1,14 @@
 {#- Catalog-level overrides of dbt-spark: Iceberg namespaces, listings, drops. -#}
 
-{% macro icetime__show_tables(schema_relation) %}
-  {% call statement('icetime_show_tables', fetch_result=True, auto_begin=False) -%}
-    show tables in {{ schema_relation.without_identifier() }}
+{% macro icetime__show_relations(schema_relation, kind) %}
+  {#- One catalog listing of a namespace: kind is 'tables' or 'views'. -#}
+  {%- if kind not in ['tables', 'views'] -%}
+    {% do exceptions.raise_compiler_error("icetime__show_relations: kind must be 'tables' or 'views'; got " ~ kind) %}
+  {%- endif -%}
+  {% call statement('icetime_show_' ~ kind, fetch_result=True, auto_begin=False) -%}
+    show {{ kind }} in {{ schema_relation.without_identifier() }}
   {%- endcall %}
-  {% do return(load_result('icetime_show_tables').table) %}
-{% endmacro %}
-
-{% macro icetime__show_views(schema_relation) %}
-  {% call statement('icetime_show_views', fetch_result=True, auto_begin=False) -%}
-    show views in {{ schema_relation.without_identifier() }}
-  {%- endcall %}
-  {% do return(load_result('icetime_show_views').table) %}
+  {% do return(load_result('icetime_show_' ~ kind).table) %}
 {% endmacro %}
 
 {% macro icetime__list_schemas(database) -%}

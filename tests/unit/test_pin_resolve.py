@@ -1,0 +1,101 @@
+"""Resolution rules on a synthetic table: snapshot log, rollbacks, refs, and the errors."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import pytest
+
+from dbt.adapters.icetime.metadata.model import (
+    Ref,
+    Schema,
+    Snapshot,
+    SnapshotLogEntry,
+    TableMetadata,
+)
+from dbt.adapters.icetime.pins.resolve import resolve
+from dbt.adapters.icetime.pins.spec import AtRef, AtSnapshot, AtTimestamp, PinError
+
+NOW = 10_000
+
+
+def table(log: list[tuple[int, int]], refs: dict[str, Ref] | None = None) -> TableMetadata:
+    """Snapshots 1, 2, 3 committed at 1000, 2000, 3000; ``log`` is (snapshot, made current)."""
+    snapshots = tuple(Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 2, 3))
+    return TableMetadata(
+        identifier="icetime.raw.t",
+        metadata_location="v9.metadata.json",
+        location="file:/w/raw/t",
+        format_version=2,
+        table_uuid="u",
+        last_updated_ms=9000,
+        current_snapshot_id=log[-1][0] if log else None,
+        current_schema_id=0,
+        schemas=(Schema(0, ()),),
+        snapshots=snapshots,
+        snapshot_log=tuple(SnapshotLogEntry(s, t) for s, t in log),
+        refs=MappingProxyType(refs or {}),
+        properties=MappingProxyType({}),
+    )
+
+
+LINEAR = table([(1, 1000), (2, 2000), (3, 3000)])
+
+
+@pytest.mark.parametrize(
+    ("instant", "snapshot"),
+    [(1000, 1), (1999, 1), (2000, 2), (2500, 2), (3000, 3), (9999, 3)],
+)
+def test_timestamp_resolves_by_snapshot_log(instant: int, snapshot: int) -> None:
+    pin = resolve(LINEAR, AtTimestamp(instant), NOW)
+    assert pin.snapshot_id == snapshot
+    assert pin.table == "icetime.raw.t"
+
+
+def test_rollback_resolves_to_what_was_current_then() -> None:
+    # 3 was current from 3000, then the table was rolled back to 1 at 4000.
+    rolled_back = table([(1, 1000), (2, 2000), (3, 3000), (1, 4000)])
+    assert resolve(rolled_back, AtTimestamp(3500), NOW).snapshot_id == 3
+    assert resolve(rolled_back, AtTimestamp(4000), NOW).snapshot_id == 1
+    # "largest snapshot timestamp <= T" would wrongly answer 3 here.
+    assert resolve(rolled_back, AtTimestamp(5000), NOW).snapshot_id == 1
+
+
+def test_timestamp_before_oldest_names_the_oldest() -> None:
+    with pytest.raises(PinError) as raised:
+        resolve(LINEAR, AtTimestamp(999), NOW)
+    message = str(raised.value)
+    assert "expired or never existed" in message
+    assert "oldest retained snapshot of icetime.raw.t is 1 at 1970-01-01T00:00:01.000Z" in message
+
+
+def test_timestamp_in_the_future() -> None:
+    with pytest.raises(PinError, match="is in the future"):
+        resolve(LINEAR, AtTimestamp(NOW + 1), NOW)
+
+
+def test_snapshot_id() -> None:
+    assert resolve(LINEAR, AtSnapshot(2), NOW).snapshot_id == 2
+    with pytest.raises(PinError, match=r"no such snapshot in icetime\.raw\.t") as raised:
+        resolve(LINEAR, AtSnapshot(7), NOW)
+    assert "newest is 3" in str(raised.value)
+
+
+def test_refs() -> None:
+    refs = {
+        "eod": Ref("eod", "tag", 2),
+        "main": Ref("main", "branch", 3),
+        "audit": Ref("audit", "branch", 1),
+    }
+    t = table([(1, 1000), (2, 2000), (3, 3000)], refs)
+    assert resolve(t, AtRef("tag", "eod"), NOW).snapshot_id == 2
+    assert resolve(t, AtRef("branch", "audit"), NOW).snapshot_id == 1
+    with pytest.raises(PinError, match=r"has no tag 'audit' \(tags it has: eod\)"):
+        resolve(t, AtRef("tag", "audit"), NOW)
+    with pytest.raises(PinError, match=r"has no branch 'nope' \(branches it has: audit, main\)"):
+        resolve(t, AtRef("branch", "nope"), NOW)
+
+
+def test_empty_table_has_nothing_to_pin() -> None:
+    with pytest.raises(PinError, match=r"icetime\.raw\.t has no snapshots"):
+        resolve(table([]), AtTimestamp(500), NOW)

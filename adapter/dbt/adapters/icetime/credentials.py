@@ -42,6 +42,8 @@ class IcetimeCredentials(SparkCredentials):
     postgres_jdbc_jar: str = DEFAULT_POSTGRES_JDBC_JAR
     # How Python reads Iceberg metadata: pyiceberg on the same catalog, Spark SQL, or auto.
     metadata_access: str = "auto"
+    # A protected target (production): pinned runs may not replace newer objects in it.
+    protected: bool = False
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:

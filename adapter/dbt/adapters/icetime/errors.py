@@ -83,3 +83,9 @@ FILE_FORMAT_NOT_ICEBERG = (
     "Model '{node}' sets file_format={value!r}, but icetime builds Apache Iceberg tables. "
     "Accepted: 'iceberg' (or leave file_format unset)."
 )
+PROTECTED_TARGET = (
+    "pin_snapshot would replace {relation} in protected target '{target}' with history: {why}. "
+    "A pinned run replays the past; write it somewhere else (dbt run --target <another target>, "
+    "or a target whose schema differs), or, to overwrite anyway, add "
+    "pin_allow_protected_overwrite: true to --vars."
+)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
+from pathlib import Path
 from typing import Any
 
 from dbt.adapters.base.meta import available
@@ -14,12 +17,17 @@ from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName, choose_reader
+from dbt.adapters.icetime.pins import record
+from dbt.adapters.icetime.pins.schema_mode import current_schema_projection
+from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode
+from dbt.adapters.icetime.pins.spec import format_ms
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.sql import sql_literal
 
@@ -33,6 +41,9 @@ NAMESPACE_MISSING_MARKERS = (
     "NoSuchDatabaseException",
 )
 ICEBERG_FILE_FORMAT = "iceberg"
+# Table property where a built table records the input snapshots it was built from.
+BUILT_FROM_PROPERTY = "icetime.built_from"
+MATERIALIZED_TABLES = ("table", "incremental", "snapshot")
 
 
 @dataclass
@@ -50,7 +61,11 @@ class IcetimeAdapter(SparkAdapter):
         creds: IcetimeCredentials = config.credentials
         creds.resolve_paths(_project_root(config))
         super().__init__(config, mp_context)
+        # Unpinned inputs are read as they were when the invocation started.
+        self._started_ms = int(time.time() * 1000)
         self._metadata_reader: MetadataReader | None = None
+        self._pin_session: PinSession | None = None
+        self._before_build: dict[str, str | None] = {}
 
     # -- relations ---------------------------------------------------------------------------
 
@@ -127,7 +142,137 @@ class IcetimeAdapter(SparkAdapter):
         node_config = getattr(node, "config", None)
         if node_config is not None:
             apply_iceberg_defaults(getattr(node, "name", "?"), node_config)
+        if node is not None and self._pin_session is not None:
+            self._guard_protected_target(node)
+            self._before_build[node.unique_id] = self._metadata_location(node)
         return super().pre_model_hook(config)
+
+    def _guard_protected_target(self, node: Any) -> None:
+        """In a protected target, a pinned run may not replace a newer table or a live view.
+
+        The rule: with an explicit pin_snapshot, writing an existing object of a target marked
+        `protected: true` is refused when the object is a view (the replay would freeze it) or
+        a table last written after the newest input snapshot the model was pinned to.
+        """
+        creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+        session = self._pin_session
+        if not creds.protected or session is None or not session.explicit:
+            return
+        if self.config.cli_vars.get("pin_allow_protected_overwrite") is True:
+            return
+        name = TableName(node.database, node.schema, node.alias)
+        materialized = getattr(node.config, "materialized", None)
+        why = None
+        if materialized == "view":
+            existing = self.get_relation(node.database, node.schema, node.alias)
+            if existing is not None:
+                why = "it is a view, and a replay would freeze it at the pinned snapshots"
+        elif materialized in MATERIALIZED_TABLES:
+            try:
+                current = self.metadata_reader().table(name).current_snapshot
+            except errors.MetadataError:
+                current = None
+            newest = session.newest_input_ms(node.unique_id)
+            if current is not None and newest is not None and current.timestamp_ms > newest:
+                why = (
+                    f"it was last written at {format_ms(current.timestamp_ms)}, after its "
+                    f"newest pinned input ({format_ms(newest)})"
+                )
+        if why is not None:
+            raise errors.ConfigurationError(
+                errors.PROTECTED_TARGET.format(
+                    relation=name, target=self.config.target_name, why=why
+                )
+            )
+
+    def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
+        """Record on the table just written which input snapshots it was built from."""
+        super().post_model_hook(config, context)
+        node = getattr(config, "model", None)
+        if node is None or self._pin_session is None or node.unique_id not in self._before_build:
+            return
+        before = self._before_build.pop(node.unique_id)
+        inputs = self._pin_session.recorded(node.unique_id)
+        after = self._metadata_location(node)
+        if not inputs or after is None or after == before:
+            return  # nothing read through pins, or the build did not commit
+        document = json.dumps(
+            {"inputs": inputs, "invocation_id": self._pin_session.invocation_id},
+            sort_keys=True,
+        )
+        relation = self.Relation.create(
+            database=node.database, schema=node.schema, identifier=node.alias
+        )
+        self.execute(
+            f"alter table {relation} set tblproperties "
+            f"({sql_literal(BUILT_FROM_PROPERTY)} = {sql_literal(document)})"
+        )
+
+    def _metadata_location(self, node: Any) -> str | None:
+        if getattr(node.config, "materialized", None) not in MATERIALIZED_TABLES:
+            return None
+        name = TableName(node.database, node.schema, node.alias)
+        try:
+            return self.metadata_reader().table(name).metadata_location
+        except errors.MetadataError:
+            return None
+
+    # -- pinned reads ---------------------------------------------------------------------------
+
+    @available
+    def icetime_input(
+        self,
+        relation: BaseRelation,
+        reader_node: str | None,
+        selected: list[str] | None,
+        graph: Mapping[str, Any] | None,
+        requested: Any,
+        schema_mode: Any,
+        reader_materialized: str | None = None,
+    ) -> BaseRelation:
+        """What `ref()`/`source()` return: the relation, read at this run's pinned snapshot.
+
+        A view evaluates its SQL at query time, so a pin inside it would freeze it: views get
+        only explicit pins (a replay build), never the run-start consistency pin.
+        """
+        if not isinstance(relation, IcetimeRelation) or not relation.identifier or graph is None:
+            return relation
+        session = self.pin_session()
+        session.prepare(requested, graph, list(selected or []))
+        if reader_materialized == "view" and not session.explicit:
+            return relation
+        pinned = session.pinned(table_name(relation), reader_node)
+        if pinned is None:
+            return relation
+        mode = check_schema_mode(schema_mode, f"pin_schema_mode of {reader_node}")
+        projection = None
+        if mode == "current":
+            projection = current_schema_projection(pinned.metadata, pinned.pin.snapshot_id)
+        pinned_relation: BaseRelation = relation.incorporate(  # type: ignore[no-untyped-call]
+            snapshot_id=pinned.pin.snapshot_id, projection=projection
+        )
+        return pinned_relation
+
+    def pin_session(self) -> PinSession:
+        if self._pin_session is None:
+            root = Path(_project_root(self.config))
+            target_path = getattr(self.config, "target_path", "target")
+            self._pin_session = PinSession(
+                reader=self.metadata_reader(),
+                catalog=self.icetime_catalog(),
+                started_ms=self._started_ms,
+                pins_path=root / target_path / record.FILE_NAME,
+                load_pins_file=lambda path: record.load(path, str(root)),
+                invocation_id=get_invocation_id(),
+            )
+        return self._pin_session
+
+    @available
+    def icetime_built_from(self, relation: BaseRelation) -> dict[str, Any]:
+        """The input snapshots `relation` was last built from ({} if icetime did not build it)."""
+        properties = self.table_metadata(relation).properties
+        raw = properties.get(BUILT_FROM_PROPERTY)
+        return dict(json.loads(raw)) if raw else {}
 
     # -- Iceberg metadata -------------------------------------------------------------------
 

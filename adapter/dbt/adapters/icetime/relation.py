@@ -1,4 +1,4 @@
-"""Relations with the Iceberg catalog as dbt's `database` (three-part names)."""
+"""Relations with the Iceberg catalog as dbt's `database` (three-part names), and pinned reads."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ class IcetimeIncludePolicy(Policy):
 @dataclass(frozen=True, eq=False, repr=False)
 class IcetimeRelation(SparkRelation):
     include_policy: Policy = field(default_factory=lambda: IcetimeIncludePolicy())
+    # A pinned read: the snapshot to read, and optionally a select list over it (schema mode
+    # `current`). Set only on relations returned by ref()/source(), never on `this`.
+    snapshot_id: int | None = None
+    projection: str | None = None
 
     def __post_init__(self) -> None:
         # dbt-spark rejects any database; in icetime it names the Iceberg catalog.
@@ -26,4 +30,14 @@ class IcetimeRelation(SparkRelation):
 
     def render(self) -> str:
         # dbt-spark refuses to render database and schema together; Iceberg wants both.
-        return BaseRelation.render(self)
+        path = BaseRelation.render(self)
+        if self.snapshot_id is None:
+            return path
+        read = f"{path} VERSION AS OF {int(self.snapshot_id)}"
+        if self.projection is None:
+            return read
+        # No alias: the model's SQL may add its own (`from {{ ref('x') }} as x`).
+        return f"(select {self.projection} from {read})"
+
+    def without_pin(self) -> IcetimeRelation:
+        return self.replace(snapshot_id=None, projection=None)  # type: ignore[no-any-return]

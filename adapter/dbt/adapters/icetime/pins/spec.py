@@ -78,6 +78,8 @@ class PinRequest:
     per_input: Mapping[str, Point] = field(default_factory=lambda: MappingProxyType({}))
     # Where the request came from, for messages and the pins file ("var", "@path", ...).
     origin: str = "var pin_snapshot"
+    # A recorded pins file: every table it names must still resolve.
+    exhaustive: bool = False
 
     def point_for(self, names: tuple[str, ...]) -> Point | None:
         """The point for an input known by any of ``names`` (first match wins), else default."""

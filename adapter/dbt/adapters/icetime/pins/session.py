@@ -1,0 +1,278 @@
+"""The pins of one dbt invocation: every input read at one snapshot, chosen once, recorded.
+
+On the first ``ref()``/``source()`` the session looks at every node the invocation selected,
+collects their Iceberg inputs (sources, and models not built in this invocation) and resolves
+each one: to what ``pin_snapshot`` asks for, else to the input's own ``pin_snapshot`` config,
+else to the snapshot that was current when the run started. All failures are reported together
+and re-raised for every later read, so a pin that cannot be resolved builds nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbt.adapters.icetime.errors import MetadataError
+from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
+from dbt.adapters.icetime.pins import record
+from dbt.adapters.icetime.pins.resolve import ResolvedPin, at_instant, resolve
+from dbt.adapters.icetime.pins.spec import PinError, PinRequest, Point, parse_point
+
+RUN_START = "run start"
+NEWER_THAN_RUN_START = "current (newer than run start)"
+SCHEMA_MODES = ("snapshot_time", "current")
+
+
+@dataclass(frozen=True)
+class Input:
+    """An Iceberg table a selected node reads, with every name a pin mapping may use for it."""
+
+    table: TableName
+    names: tuple[str, ...]
+    own_point: Point | None  # the input's own pin_snapshot config/meta
+    is_view: bool
+
+
+@dataclass(frozen=True)
+class Pinned:
+    pin: ResolvedPin
+    metadata: TableMetadata
+
+
+class PinSession:
+    def __init__(
+        self,
+        reader: MetadataReader,
+        catalog: str | None,
+        started_ms: int,
+        pins_path: Path | None,
+        load_pins_file: Callable[[str], PinRequest],
+        invocation_id: str | None = None,
+    ) -> None:
+        self.reader = reader
+        self.catalog = catalog
+        self.started_ms = started_ms
+        self.pins_path = pins_path
+        self.load_pins_file = load_pins_file
+        self.invocation_id = invocation_id
+        self._lock = threading.RLock()
+        self._prepared = False
+        self._failure: PinError | None = None
+        self._requested: Any = None
+        self._request: PinRequest | None = None
+        self._pinned: dict[str, Pinned] = {}
+        self._reads: dict[str, set[str]] = {}
+
+    # -- the run's plan ---------------------------------------------------------------------
+
+    def prepare(self, raw_request: Any, graph: Mapping[str, Any], selected: list[str]) -> None:
+        """Resolve every input of the selected nodes, once per invocation."""
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            if self._prepared:
+                return
+            try:
+                self._requested = raw_request
+                self._request = self._parse_request(raw_request)
+                inputs = collect_inputs(graph, selected, self.catalog)
+                self._resolve_all(inputs, all_names(graph, self.catalog))
+            except PinError as exc:
+                self._failure = exc
+                raise
+            self._prepared = True
+            self._write()
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the user asked for a pin (not only the run-start consistency pin)."""
+        return self._request is not None
+
+    def _parse_request(self, raw: Any) -> PinRequest | None:
+        if raw is None or raw == "":
+            return None
+        if isinstance(raw, str) and raw.strip().startswith("@"):
+            return self.load_pins_file(raw.strip()[1:])
+        from dbt.adapters.icetime.pins.spec import parse_request
+
+        return parse_request(raw)
+
+    def _resolve_all(self, inputs: dict[str, Input], known_names: set[str]) -> None:
+        request = self._request
+        problems: list[str] = []
+        if request is not None and request.exhaustive:
+            for table in request.per_input:
+                if table not in inputs:
+                    inputs[table] = Input(_table_name(table), (table,), None, False)
+        for key, item in sorted(inputs.items()):
+            point = request.point_for(item.names) if request else None
+            point = point or item.own_point
+            try:
+                pinned = self._resolve_one(item, point)
+            except PinError as exc:
+                problems.append(str(exc.msg))
+                continue
+            if pinned is not None:
+                self._pinned[key] = pinned
+        if request is not None and not request.exhaustive:
+            for name in request.per_input:
+                if name not in known_names:
+                    problems.append(
+                        f"{request.origin} names '{name}', which is no source, model or relation "
+                        "of this project (inputs of this run: " + ", ".join(sorted(inputs)) + ")."
+                    )
+        if problems:
+            total = len(inputs)
+            raise PinError(
+                f"{len(problems)} pin problem(s) for {total} input(s); nothing was built:\n  - "
+                + "\n  - ".join(problems)
+            )
+
+    def _resolve_one(self, item: Input, point: Point | None) -> Pinned | None:
+        if item.is_view:
+            if point is not None:
+                raise PinError(
+                    f"{item.table} is a view and has no snapshots to pin ({point.describe()}). "
+                    "Build it in this run over pinned inputs (e.g. dbt run -s +<model>)."
+                )
+            return None
+        try:
+            metadata = self.reader.table(item.table)
+        except MetadataError as exc:
+            if point is None:
+                return None  # not an Iceberg table icetime can read: left as it is
+            raise PinError(f"{point.describe()} for {item.table}: {exc}") from exc
+        if point is not None:
+            return Pinned(resolve(metadata, point, self.started_ms), metadata)
+        return self._run_start_pin(metadata)
+
+    def _run_start_pin(self, metadata: TableMetadata) -> Pinned | None:
+        if metadata.current_snapshot_id is None:
+            return None  # an empty table: nothing to pin
+        try:
+            return Pinned(at_instant(metadata, self.started_ms, RUN_START), metadata)
+        except PinError:
+            # Created (or its history expired) after the run started: today's snapshot.
+            current = metadata.current_snapshot
+            since = current.timestamp_ms if current else metadata.last_updated_ms
+            pin = ResolvedPin(
+                metadata.identifier, metadata.current_snapshot_id, since, NEWER_THAN_RUN_START
+            )
+            return Pinned(pin, metadata)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def pinned(self, table: TableName, reader_node: str | None) -> Pinned | None:
+        """The pin of ``table`` for this run, recording that ``reader_node`` read it."""
+        with self._lock:
+            found = self._pinned.get(str(table))
+            if found is not None and reader_node:
+                tables = self._reads.setdefault(reader_node, set())
+                if str(table) not in tables:
+                    tables.add(str(table))
+                    self._write()
+            return found
+
+    def newest_input_ms(self, reader_node: str) -> int | None:
+        """When the newest pinned input ``reader_node`` read became current."""
+        with self._lock:
+            times = [
+                self._pinned[table].pin.current_since_ms
+                for table in self._reads.get(reader_node, ())
+                if table in self._pinned
+            ]
+            return max(times) if times else None
+
+    def recorded(self, reader_node: str) -> dict[str, int]:
+        """Input table -> snapshot id, for every pinned input ``reader_node`` read."""
+        with self._lock:
+            return {
+                table: self._pinned[table].pin.snapshot_id
+                for table in sorted(self._reads.get(reader_node, ()))
+                if table in self._pinned
+            }
+
+    def _write(self) -> None:
+        if self.pins_path is None:
+            return
+        document = record.render(
+            invocation_id=self.invocation_id,
+            started_ms=self.started_ms,
+            requested=self._requested,
+            inputs={key: pinned.pin for key, pinned in self._pinned.items()},
+            models=self._reads,
+        )
+        record.write(self.pins_path, document)
+
+
+def collect_inputs(
+    graph: Mapping[str, Any], selected: list[str], catalog: str | None
+) -> dict[str, Input]:
+    """The Iceberg inputs of the selected nodes, keyed by their full table name."""
+    nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
+    chosen = set(selected)
+    inputs: dict[str, Input] = {}
+    for uid in selected:
+        node = nodes.get(uid)
+        if node is None:
+            continue
+        for dep in node.get("depends_on", {}).get("nodes", []):
+            target = nodes.get(dep)
+            if target is None or (dep in chosen and not dep.startswith("source.")):
+                continue
+            item = _input_for(target, catalog)
+            if item is not None:
+                inputs.setdefault(str(item.table), item)
+    return inputs
+
+
+def _input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:
+    resource = node.get("resource_type")
+    config = node.get("config") or {}
+    materialized = config.get("materialized")
+    if resource not in ("source", "model", "seed", "snapshot") or materialized == "ephemeral":
+        return None
+    database = node.get("database") or catalog
+    if catalog is not None and database != catalog:
+        return None  # another catalog: not one icetime resolves pins in
+    identifier = node.get("identifier") if resource == "source" else node.get("alias")
+    table = TableName(database, node["schema"], identifier or node["name"])
+    names = [str(table), f"{table.namespace}.{table.name}"]
+    if resource == "source":
+        names.append(f"{node['source_name']}.{node['name']}")
+    else:
+        names.append(node["name"])
+    own = config.get("pin_snapshot") or (config.get("meta") or {}).get("pin_snapshot")
+    own = own or (node.get("meta") or {}).get("pin_snapshot")
+    own_point = parse_point(own, f"pin_snapshot of {node['unique_id']}") if own else None
+    return Input(table, tuple(names), own_point, materialized == "view")
+
+
+def all_names(graph: Mapping[str, Any], catalog: str | None) -> set[str]:
+    """Every name a pin mapping may use for any table of the project."""
+    names: set[str] = set()
+    for node in (*graph.get("nodes", {}).values(), *graph.get("sources", {}).values()):
+        item = _input_for(node, catalog)
+        if item is not None:
+            names.update(item.names)
+    return names
+
+
+def _table_name(full: str) -> TableName:
+    parts = full.split(".")
+    if len(parts) == 3:
+        return TableName(parts[0], parts[1], parts[2])
+    if len(parts) == 2:
+        return TableName(None, parts[0], parts[1])
+    raise PinError(f"pins file entry '{full}' is not a table name (catalog.schema.table).")
+
+
+def check_schema_mode(value: Any, where: str) -> str:
+    mode = value or "snapshot_time"
+    if mode not in SCHEMA_MODES:
+        accepted = ", ".join(SCHEMA_MODES)
+        raise PinError(f"{where}: {mode!r} is not a schema mode; accepted: {accepted}.")
+    return str(mode)

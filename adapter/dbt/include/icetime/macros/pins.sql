@@ -1,0 +1,40 @@
+{#-
+  Pinned reads. ref() and source() return the relation at the snapshot this invocation reads it
+  at (see dbt.adapters.icetime.pins): what `pin_snapshot` asks for, or else the snapshot that was
+  current when the run started. Models built in the same invocation, and `this`, are never pinned.
+  The pin shows in compiled SQL as `... VERSION AS OF <snapshot id>`.
+-#}
+
+{% macro ref() %}
+  {{ return(icetime_pinned_input(builtins.ref(*varargs, **kwargs))) }}
+{% endmacro %}
+
+{% macro source(source_name, table_name) %}
+  {{ return(icetime_pinned_input(builtins.source(source_name, table_name))) }}
+{% endmacro %}
+
+{% macro icetime_pinned_input(relation) %}
+  {%- if not execute or graph is not defined -%}
+    {{ return(relation) }}
+  {%- endif -%}
+  {{ return(adapter.icetime_input(
+      relation,
+      model.unique_id if model is defined and model else none,
+      selected_resources if selected_resources is defined else [],
+      graph,
+      var('pin_snapshot', none),
+      config.get('pin_schema_mode') or var('pin_schema_mode', none),
+      config.get('materialized'))) }}
+{% endmacro %}
+
+{% macro icetime__get_columns_in_relation_raw(relation) -%}
+  {#- A pinned relation is a time-travel read, which DESCRIBE cannot name: describe the query. -#}
+  {% call statement('get_columns_in_relation_raw', fetch_result=True) %}
+    {%- if relation.snapshot_id is not none -%}
+      describe query select * from {{ relation }}
+    {%- else -%}
+      describe extended {{ relation }}
+    {%- endif -%}
+  {% endcall %}
+  {% do return(load_result('get_columns_in_relation_raw').table) %}
+{% endmacro %}

@@ -1,0 +1,381 @@
+"""Snapshot-pinned runs on real Iceberg tables: every pin form, replay, consistency, errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from dbt.adapters.icetime.pins.spec import format_ms
+
+SOURCES = """
+version: 2
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: events
+      - name: devices
+"""
+
+MODELS = {
+    "sources.yml": SOURCES,
+    "count_events.sql": (
+        "{{ config(materialized='table') }}\n"
+        "select count(*) as n, max(id) as max_id from {{ source('raw', 'events') }}"
+    ),
+    "copy_events.sql": (
+        "{{ config(materialized='table') }}\nselect * from {{ source('raw', 'events') }}"
+    ),
+    "downstream.sql": (
+        "{{ config(materialized='table') }}\nselect n from {{ ref('count_events') }}"
+    ),
+    "with_devices.sql": (
+        "{{ config(materialized='table') }}\n"
+        "select e.id, d.name from {{ source('raw', 'events') }} as e "
+        "left join {{ source('raw', 'devices') }} as d on d.id = e.id"
+    ),
+}
+
+
+def sql(project: Any, statement: str, fetch: str | None = None) -> Any:
+    return project.run_sql(statement.replace("{s}", f"icetime.{project.test_schema}"), fetch=fetch)
+
+
+def history(project: Any, table: str) -> list[tuple[int, int]]:
+    """(snapshot id, made current at in ms) of a table, oldest first."""
+    rows = sql(
+        project,
+        f"select snapshot_id, unix_millis(made_current_at) from {{s}}.{table}.history "
+        "order by made_current_at",
+        fetch="all",
+    )
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def read_pins(project: Any) -> dict[str, Any]:
+    return json.loads((Path(project.project_root) / "target" / "icetime_pins.json").read_text())
+
+
+def run_pinned(pin: Any, *select: str, expect_pass: bool = True) -> str:
+    args = ["run", "--vars", json.dumps({"pin_snapshot": pin})]
+    if select:
+        args += ["--select", *select]
+    _, output = run_dbt_and_capture(args, expect_pass=expect_pass)
+    return output
+
+
+def compiled(project: Any, model: str) -> str:
+    path = Path(project.project_root) / "target" / "run" / "test" / "models" / f"{model}.sql"
+    return path.read_text()
+
+
+class PinProject:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return MODELS
+
+    @pytest.fixture(scope="class")
+    def commits(self, project: Any) -> list[tuple[int, int]]:
+        """events: 3 commits (2 rows; +1 row; delete id 1). devices: 1 commit."""
+        sql(project, "create table {s}.events (id bigint, kind string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
+        time.sleep(0.01)
+        sql(project, "insert into {s}.events values (3, 'c')")
+        time.sleep(0.01)
+        sql(project, "delete from {s}.events where id = 1")
+        sql(project, "create table {s}.devices (id bigint, name string) using iceberg")
+        sql(project, "insert into {s}.devices values (1, 'radar'), (2, 'optical')")
+        return history(project, "events")
+
+
+class TestPinForms(PinProject):
+    def test_snapshot_id(self, project: Any, commits: list[tuple[int, int]]) -> None:
+        first = commits[0][0]
+        run_pinned(first, "count_events")
+        assert sql(project, "select n, max_id from {s}.count_events", "one") == (2, 2)
+        assert f"VERSION AS OF {first}" in compiled(project, "count_events")
+        pins = read_pins(project)
+        entry = pins["inputs"][f"icetime.{project.test_schema}.events"]
+        assert entry["snapshot_id"] == first
+        assert entry["resolved_by"] == f"snapshot id {first}"
+        assert pins["requested"] == first
+
+    def test_timestamp_rule(self, project: Any, commits: list[tuple[int, int]]) -> None:
+        (first, _), (_, second_at), _ = commits
+        run_pinned(format_ms(second_at), "count_events")
+        assert sql(project, "select n from {s}.count_events", "one")[0] == 3  # the newer one
+        run_pinned(format_ms(second_at - 1), "count_events")
+        assert sql(project, "select n from {s}.count_events", "one")[0] == 2
+        assert (
+            read_pins(project)["inputs"][f"icetime.{project.test_schema}.events"]["snapshot_id"]
+            == first
+        )
+
+    def test_tag_and_mapping(self, project: Any, commits: list[tuple[int, int]]) -> None:
+        second = commits[1][0]
+        sql(project, f"alter table {{s}}.events create tag before_delete as of version {second}")
+        run_pinned("tag:before_delete", "count_events")
+        assert sql(project, "select n, max_id from {s}.count_events", "one") == (3, 3)
+        run_pinned({"raw.events": "tag:before_delete"}, "with_devices")
+        ids = sql(project, "select id from {s}.with_devices order by id", "all")
+        assert [r[0] for r in ids] == [1, 2, 3]
+        # devices had no entry in the mapping: read as of the run's start, not pinned by tag.
+        devices = read_pins(project)["inputs"][f"icetime.{project.test_schema}.devices"]
+        assert devices["resolved_by"] == "run start"
+
+    def test_models_built_in_the_run_are_not_pinned(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        run_dbt(["run", "--select", "count_events"])
+        moment_ms = int(time.time() * 1000)  # after every commit so far
+        moment = format_ms(moment_ms)
+        run_pinned(moment, "count_events", "downstream")
+        assert "VERSION AS OF" not in compiled(project, "downstream")
+        # Not selected: count_events is an input of downstream, pinned like a source.
+        run_pinned(moment, "downstream")
+        # ...at the snapshot current at the pinned instant: the build before the second run.
+        current_then = [sid for sid, at in history(project, "count_events") if at <= moment_ms]
+        assert f"VERSION AS OF {current_then[-1]}" in compiled(project, "downstream")
+        models = read_pins(project)["models"]
+        assert models["model.test.downstream"] == [f"icetime.{project.test_schema}.count_events"]
+
+    def test_built_tables_record_their_inputs(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        first = commits[0][0]
+        run_pinned({"raw.events": first}, "count_events")
+        relation = project.adapter.Relation.create(
+            database="icetime", schema=project.test_schema, identifier="count_events"
+        )
+        with project.adapter.connection_named("built_from"):
+            built_from = project.adapter.icetime_built_from(relation)
+        assert built_from["inputs"] == {f"icetime.{project.test_schema}.events": first}
+        assert built_from["invocation_id"] == read_pins(project)["invocation_id"]
+
+
+class TestReplay(PinProject):
+    def test_pins_file_reproduces_the_run(
+        self, project: Any, commits: list[tuple[int, int]], tmp_path: Path
+    ) -> None:
+        moment = format_ms(int(time.time() * 1000))  # after every input's first commit
+        run_pinned(moment, "copy_events", "with_devices")
+        first_rows = sql(project, "select * from {s}.copy_events order by id", "all")
+        recorded = tmp_path / "pins.json"
+        shutil.copy(Path(project.project_root) / "target" / "icetime_pins.json", recorded)
+
+        sql(project, "insert into {s}.events values (4, 'd'), (5, 'e')")
+        sql(project, "insert into {s}.devices values (3, 'lidar')")
+        run_dbt(["run", "--select", "copy_events"])  # unpinned: sees the new rows
+        assert len(sql(project, "select * from {s}.copy_events", "all")) == len(first_rows) + 2
+
+        run_pinned(f"@{recorded}", "copy_events", "with_devices")
+        assert sql(project, "select * from {s}.copy_events order by id", "all") == first_rows
+        replayed = read_pins(project)["inputs"]
+        original = json.loads(recorded.read_text())["inputs"]
+        assert {t: e["snapshot_id"] for t, e in replayed.items()} == {
+            t: e["snapshot_id"] for t, e in original.items()
+        }
+
+
+class TestRunConsistency(PinProject):
+    """A writer commits to the source while a multi-model run executes."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        reader = (
+            "{{ config(materialized='table') }}\n"
+            "select count(*) as n from {{ source('raw', 'events') }}"
+        )
+        return {"sources.yml": SOURCES, **{f"reader_{i}.sql": reader for i in range(4)}}
+
+    def test_every_model_reads_the_snapshot_current_at_run_start(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        stop = threading.Event()
+        written = []
+
+        def writer() -> None:
+            next_id = 100
+            while not stop.is_set():
+                sql(project, f"insert into {{s}}.events values ({next_id}, 'late')")
+                written.append(next_id)
+                next_id += 1
+                time.sleep(0.2)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            time.sleep(0.5)
+            run_dbt(["run"])
+        finally:
+            stop.set()
+            thread.join()
+        counts = {sql(project, f"select n from {{s}}.reader_{i}", "one")[0] for i in range(4)}
+        assert len(counts) == 1, f"models read different snapshots: {counts}"
+        pins = read_pins(project)
+        entry = pins["inputs"][f"icetime.{project.test_schema}.events"]
+        assert entry["resolved_by"] == "run start"
+        started = pins["run_started_at"]
+        after_start = [s for s, at in history(project, "events") if at > _ms(started)]
+        assert after_start, "the writer made no commit during the run"
+        pinned_at = f"VERSION AS OF {entry['snapshot_id']}"
+        pinned_count = sql(project, f"select count(*) from {{s}}.events {pinned_at}", "one")[0]
+        assert counts == {pinned_count}
+
+
+def _ms(iso: str) -> int:
+    return int(dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+class TestPinErrors(PinProject):
+    @pytest.mark.parametrize(
+        ("pin", "expected"),
+        [
+            ("yesterday", "'yesterday' is not a pin. Accepted forms: an ISO-8601 timestamp"),
+            ("2999-01-01T00:00:00Z", "is in the future"),
+            ("2000-01-01", "expired or never existed. The oldest retained snapshot of"),
+            (123, "snapshot id 123: no such snapshot in"),
+            ("tag:x' or 1=1 --", "is not a valid tag name"),
+            ("2026-01-01'; drop table raw.events; --", "is not a pin"),
+            ("@no/such/pins.json", "no such file"),
+            ({"raw.nope": 1}, "names 'raw.nope', which is no source, model or relation"),
+        ],
+    )
+    def test_bad_pins_build_nothing(
+        self, project: Any, commits: list[tuple[int, int]], pin: Any, expected: str
+    ) -> None:
+        run_dbt(["run", "--select", "count_events"])
+        before = history(project, "count_events")
+        output = run_pinned(pin, "count_events", "with_devices", expect_pass=False)
+        assert expected in output
+        assert history(project, "count_events") == before
+        assert sql(project, "select count(*) from {s}.events", "one")[0] == 2
+
+    def test_tag_missing_on_some_inputs_lists_them(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        first = commits[0][0]
+        sql(project, f"alter table {{s}}.events create tag only_events as of version {first}")
+        output = run_pinned("tag:only_events", "with_devices", expect_pass=False)
+        assert "1 pin problem(s) for 2 input(s)" in output
+        assert f"icetime.{project.test_schema}.devices has no tag 'only_events'" in output
+
+    def test_pins_file_checks(
+        self, project: Any, commits: list[tuple[int, int]], tmp_path: Path
+    ) -> None:
+        not_pins = tmp_path / "other.json"
+        not_pins.write_text('{"hello": 1}')
+        output = run_pinned(f"@{not_pins}", "count_events", expect_pass=False)
+        assert "is not an icetime pins file" in output
+        gone = tmp_path / "gone.json"
+        gone.write_text(
+            json.dumps(
+                {
+                    "icetime_pins_version": 1,
+                    "inputs": {f"icetime.{project.test_schema}.dropped": {"snapshot_id": 7}},
+                }
+            )
+        )
+        output = run_pinned(f"@{gone}", "count_events", expect_pass=False)
+        assert f"icetime.{project.test_schema}.dropped" in output
+        assert "does not exist" in output
+
+
+class TestSchemaModes(PinProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "sources.yml": SOURCES.replace("      - name: devices\n", "      - name: evolving\n"),
+            "evolving_copy.sql": (
+                "{{ config(materialized='table') }}\nselect * from {{ source('raw', 'evolving') }}"
+            ),
+        }
+
+    def test_snapshot_time_and_current(self, project: Any) -> None:
+        sql(
+            project,
+            "create table {s}.evolving (id int, name string, score float, tmp int) using iceberg",
+        )
+        sql(project, "insert into {s}.evolving values (1, 'a', 1.5, 9)")
+        first = history(project, "evolving")[0][0]
+        sql(project, "alter table {s}.evolving add column extra string")
+        sql(project, "alter table {s}.evolving rename column name to label")
+        sql(project, "alter table {s}.evolving alter column score type double")
+        sql(project, "alter table {s}.evolving alter column id type bigint")
+        sql(project, "alter table {s}.evolving drop column tmp")
+        sql(project, "insert into {s}.evolving values (2, 'b', 2.5, 'x')")
+
+        run_pinned(first, "evolving_copy")
+        columns = sql(project, "describe {s}.evolving_copy", "all")
+        assert [(c[0], c[1]) for c in columns[:4]] == [
+            ("id", "int"),
+            ("name", "string"),
+            ("score", "float"),
+            ("tmp", "int"),
+        ]
+        run_dbt(
+            [
+                "run",
+                "--select",
+                "evolving_copy",
+                "--vars",
+                json.dumps({"pin_snapshot": first, "pin_schema_mode": "current"}),
+            ]
+        )
+        columns = sql(project, "describe {s}.evolving_copy", "all")
+        assert [(c[0], c[1]) for c in columns[:4]] == [
+            ("id", "bigint"),
+            ("label", "string"),
+            ("score", "double"),
+            ("extra", "string"),
+        ]
+        assert "tmp" not in {c[0] for c in columns}
+        assert sql(project, "select * from {s}.evolving_copy", "all") == [(1, "a", 1.5, None)]
+
+    def test_bad_schema_mode(self, project: Any) -> None:
+        output = run_dbt_and_capture(
+            ["run", "--vars", json.dumps({"pin_schema_mode": "future"})], expect_pass=False
+        )[1]
+        assert "'future' is not a schema mode; accepted: snapshot_time, current" in output
+
+
+class TestProtectedTarget(PinProject):
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, icetime_home: Path) -> dict[str, Any]:
+        return {
+            "type": "icetime",
+            "method": "session",
+            "schema": "analytics",
+            "icetime_dir": str(icetime_home),
+            "user": "icetime",
+            "threads": 1,
+            "protected": True,
+        }
+
+    def test_pinned_run_may_not_replace_newer_tables(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        run_dbt(["run", "--select", "count_events"])
+        before = history(project, "count_events")
+        output = run_pinned(commits[0][0], "count_events", expect_pass=False)
+        assert "in protected target 'default'" in output
+        assert "after its newest pinned input" in output
+        assert history(project, "count_events") == before
+        run_dbt(
+            [
+                "run",
+                "--select",
+                "count_events",
+                "--vars",
+                json.dumps({"pin_snapshot": commits[0][0], "pin_allow_protected_overwrite": True}),
+            ]
+        )
+        assert sql(project, "select n from {s}.count_events", "one")[0] == 2

@@ -34,6 +34,12 @@ MODELS = {
     "copy_events.sql": (
         "{{ config(materialized='table') }}\nselect * from {{ source('raw', 'events') }}"
     ),
+    "recent.sql": (
+        "{{ config(materialized='ephemeral') }}\nselect * from {{ source('raw', 'events') }}"
+    ),
+    "from_ephemeral.sql": (
+        "{{ config(materialized='table') }}\nselect count(*) as n from {{ ref('recent') }}"
+    ),
     "downstream.sql": (
         "{{ config(materialized='table') }}\nselect n from {{ ref('count_events') }}"
     ),
@@ -118,6 +124,14 @@ class TestPinForms(PinProject):
             read_pins(project)["inputs"][f"icetime.{project.test_schema}.events"]["snapshot_id"]
             == first
         )
+
+    def test_inputs_read_through_an_ephemeral_model_are_pinned(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        first = commits[0][0]
+        run_pinned(first, "from_ephemeral")
+        assert sql(project, "select n from {s}.from_ephemeral", "one")[0] == 2
+        assert f"VERSION AS OF {first}" in compiled(project, "from_ephemeral")
 
     def test_tag_and_mapping(self, project: Any, commits: list[tuple[int, int]]) -> None:
         second = commits[1][0]

@@ -235,8 +235,10 @@ class IcetimeAdapter(SparkAdapter):
         A view evaluates its SQL at query time, so a pin inside it would freeze it: views get
         only explicit pins (a replay build), never the run-start consistency pin.
         """
-        if not isinstance(relation, IcetimeRelation) or not relation.identifier or graph is None:
+        if not isinstance(relation, IcetimeRelation) or graph is None:
             return relation
+        if not relation.schema or not relation.identifier:
+            return relation  # an ephemeral model's CTE: its own inputs are pinned where read
         session = self.pin_session()
         session.prepare(requested, graph, list(selected or []))
         if reader_materialized == "view" and not session.explicit:

@@ -211,22 +211,33 @@ class PinSession:
 def collect_inputs(
     graph: Mapping[str, Any], selected: list[str], catalog: str | None
 ) -> dict[str, Input]:
-    """The Iceberg inputs of the selected nodes, keyed by their full table name."""
+    """The Iceberg inputs of the selected nodes, keyed by their full table name.
+
+    Ephemeral models are inlined into the nodes that use them, so their inputs count as the
+    selected node's own.
+    """
     nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
     chosen = set(selected)
     inputs: dict[str, Input] = {}
-    for uid in selected:
-        node = nodes.get(uid)
-        if node is None:
+    pending = [dep for uid in selected for dep in _deps(nodes.get(uid))]
+    seen: set[str] = set()
+    while pending:
+        dep = pending.pop()
+        target = nodes.get(dep)
+        if dep in seen or target is None or (dep in chosen and not dep.startswith("source.")):
             continue
-        for dep in node.get("depends_on", {}).get("nodes", []):
-            target = nodes.get(dep)
-            if target is None or (dep in chosen and not dep.startswith("source.")):
-                continue
-            item = _input_for(target, catalog)
-            if item is not None:
-                inputs.setdefault(str(item.table), item)
+        seen.add(dep)
+        if (target.get("config") or {}).get("materialized") == "ephemeral":
+            pending.extend(_deps(target))
+            continue
+        item = _input_for(target, catalog)
+        if item is not None:
+            inputs.setdefault(str(item.table), item)
     return inputs
+
+
+def _deps(node: Mapping[str, Any] | None) -> list[str]:
+    return list((node or {}).get("depends_on", {}).get("nodes", []))
 
 
 def _input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:

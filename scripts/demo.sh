@@ -19,10 +19,18 @@ step "Install the icetime macro package (packages.yml points at this repository)
 step "Check the connection (starts Spark with Iceberg; no configuration beyond the profile)" \
   "dbt debug"
 for batch in 1 2 3; do
+  # The instant operators last saw the registry before batch 3 arrived.
+  [ "$batch" = 3 ] && before_batch_3=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
   step "Ingest batch $batch of raw registry data (several Iceberg commits)" \
     "dbt run-operation ingest_batch --args '{batch: $batch}'"
   step "Build and test staging views and marts" "dbt build"
 done
+step "Anomaly replay: rebuild the registry as operators saw it just before batch 3 landed
+   (every raw input read as of $before_batch_3, written to the 'replay' target's schema)" \
+  "dbt run --target replay --select +registry --vars '{pin_snapshot: \"$before_batch_3\"}'"
+step "What the replay read, recorded for reproduction" "cat target/icetime_pins.json"
+step "Then and now, side by side" \
+  "dbt show --inline \"select 'as seen before batch 3' as registry, count(*) as objects, count_if(is_active) as active from {{ target.database }}.analytics_replay.registry union all select 'now', count(*), count_if(is_active) from {{ ref('registry') }}\""
 step "Objects per orbit class" "dbt show --select orbit_summary"
 step "Closest approaches at the latest observation" \
   "dbt show --inline \"select * from {{ ref('conjunction_alerts') }} order by miss_distance_km\" --limit 5"

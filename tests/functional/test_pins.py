@@ -393,3 +393,29 @@ class TestProtectedTarget(PinProject):
             ]
         )
         assert sql(project, "select n from {s}.count_events", "one")[0] == 2
+
+
+class TestBuiltFromMacro(PinProject):
+    """`icetime.built_from` from the installed icetime package, as a project would call it."""
+
+    @pytest.fixture(scope="class")
+    def packages(self) -> dict[str, Any]:
+        return {"packages": [{"local": str(Path(__file__).resolve().parents[2])}]}
+
+    @pytest.fixture(scope="class")
+    def macros(self) -> dict[str, str]:
+        return {
+            "lineage.sql": (
+                "{% macro lineage() %}{% set found = icetime.built_from(ref('count_events')) %}"
+                "{{ log('LINEAGE ' ~ tojson(found['inputs']), info=true) }}{% endmacro %}"
+            )
+        }
+
+    def test_macro_returns_the_recorded_inputs(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        run_dbt(["deps"])
+        run_pinned({"raw.events": commits[1][0]}, "count_events")
+        _, output = run_dbt_and_capture(["run-operation", "lineage"])
+        table = f"icetime.{project.test_schema}.events"
+        assert f'LINEAGE {{"{table}": {commits[1][0]}}}' in output

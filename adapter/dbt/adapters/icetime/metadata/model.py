@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 # Snapshot summary keys written by Iceberg (see the table spec's "Snapshot Summary").
 OPERATION = "operation"
@@ -159,78 +158,3 @@ class TableMetadata:
             chain.append(snapshot)
             next_id = snapshot.parent_id
         return tuple(chain)
-
-
-def from_pyiceberg(identifier: str, metadata_location: str, metadata: Any) -> TableMetadata:
-    """Convert pyiceberg's parsed ``TableMetadata`` (any format version) into icetime's types."""
-    schemas = tuple(
-        Schema(
-            schema_id=schema.schema_id,
-            fields=tuple(
-                SchemaField(
-                    field_id=f.field_id,
-                    name=f.name,
-                    type=_type_text(f.field_type),
-                    required=bool(f.required),
-                )
-                for f in schema.fields
-            ),
-            identifier_field_ids=tuple(schema.identifier_field_ids),
-        )
-        for schema in metadata.schemas
-    )
-    snapshots = tuple(
-        Snapshot(
-            snapshot_id=s.snapshot_id,
-            parent_id=s.parent_snapshot_id,
-            sequence_number=s.sequence_number or 0,
-            timestamp_ms=s.timestamp_ms,
-            manifest_list=s.manifest_list,
-            schema_id=s.schema_id,
-            summary=_frozen(_summary_dict(s.summary)),
-        )
-        for s in metadata.snapshots
-    )
-    refs = {
-        name: Ref(
-            name=name,
-            kind=str(ref.snapshot_ref_type.value),
-            snapshot_id=ref.snapshot_id,
-            max_ref_age_ms=ref.max_ref_age_ms,
-            max_snapshot_age_ms=ref.max_snapshot_age_ms,
-            min_snapshots_to_keep=ref.min_snapshots_to_keep,
-        )
-        for name, ref in metadata.refs.items()
-    }
-    return TableMetadata(
-        identifier=identifier,
-        metadata_location=metadata_location,
-        location=metadata.location,
-        format_version=int(metadata.format_version),
-        table_uuid=str(metadata.table_uuid),
-        last_updated_ms=metadata.last_updated_ms,
-        current_snapshot_id=metadata.current_snapshot_id,
-        current_schema_id=metadata.current_schema_id,
-        schemas=schemas,
-        snapshots=snapshots,
-        snapshot_log=tuple(
-            SnapshotLogEntry(snapshot_id=e.snapshot_id, timestamp_ms=e.timestamp_ms)
-            for e in metadata.snapshot_log
-        ),
-        refs=MappingProxyType(refs),
-        properties=_frozen(metadata.properties),
-    )
-
-
-def _summary_dict(summary: Any) -> dict[str, str]:
-    if summary is None:
-        return {}
-    values = {str(k): str(v) for k, v in summary.additional_properties.items()}
-    values[OPERATION] = str(summary.operation.value)
-    return values
-
-
-def _type_text(field_type: Any) -> str:
-    if field_type.is_primitive:
-        return str(field_type)
-    return str(field_type.model_dump_json())

@@ -1,20 +1,23 @@
 """Two ways to read Iceberg metadata, answering in the same types.
 
-- ``PyIcebergReader`` opens the catalog database directly (SQLite file or PostgreSQL) with
-  pyiceberg: no Spark job, milliseconds per table.
+- ``PyIcebergReader`` opens the catalog database directly (SQLite file or PostgreSQL): no Spark
+  job, milliseconds per table.
 - ``SparkSqlReader`` asks Spark SQL (any connection method, e.g. thrift to a cluster): it finds
   the current metadata file through the ``metadata_log_entries`` metadata table, reads that file
   as text, and lists manifests through ``all_manifests``.
 
-Both parse the metadata file with pyiceberg's parser, so format-version differences are handled
-once. Neither ever answers "no such table" for a failure to ask.
+Both parse the metadata file with ``parse.parse_metadata``, so format-version differences are
+handled once. Neither ever answers "no such table" for a failure to ask.
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
+
+import orjson
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.metadata.model import (
@@ -22,8 +25,8 @@ from dbt.adapters.icetime.metadata.model import (
     DELETE_MANIFEST,
     Manifest,
     TableMetadata,
-    from_pyiceberg,
 )
+from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.sql import quote_identifier
 
 # Runs one SQL statement and returns its rows as sequences of values.
@@ -56,9 +59,12 @@ class MetadataReader(Protocol):
 
 
 class PyIcebergReader:
-    """Reads metadata straight from the catalog database through pyiceberg's SqlCatalog."""
+    """Reads metadata straight from the catalog database: one indexed SQL lookup of the
+    metadata location (the JDBC catalog's ``iceberg_tables``, shared by Java and pyiceberg),
+    then the metadata file through pyiceberg's FileIO. No Spark job."""
 
     _catalogs: dict[tuple[tuple[str, str], ...], Any] = {}
+    _engines: dict[str, Any] = {}
     _lock = threading.Lock()
 
     def __init__(self, catalog_name: str, properties: dict[str, str]) -> None:
@@ -66,6 +72,7 @@ class PyIcebergReader:
         self.properties = properties
 
     def catalog(self) -> Any:
+        """pyiceberg's SqlCatalog on the same database (opening it proves it is reachable)."""
         key = (("name", self.catalog_name), *sorted(self.properties.items()))
         with self._lock:
             catalog = self._catalogs.get(key)
@@ -80,31 +87,56 @@ class PyIcebergReader:
                         f"at {_redact(self.properties.get('uri', '?'))}: {exc}"
                     ) from exc
                 self._catalogs[key] = catalog
+                self._engines[self.properties["uri"]] = catalog.engine
             return catalog
 
-    def _load(self, name: TableName) -> Any:
-        from pyiceberg.exceptions import NoSuchTableError
+    def metadata_location(self, name: TableName) -> str:
+        from sqlalchemy import text
 
+        self.catalog()
+        engine = self._engines[self.properties["uri"]]
         try:
-            return self.catalog().load_table((name.namespace, name.name))
-        except NoSuchTableError as exc:
+            with engine.connect() as conn:
+                row = conn.execute(
+                    text(
+                        "select metadata_location from iceberg_tables where catalog_name = :c "
+                        "and table_namespace = :n and table_name = :t "
+                        "and (iceberg_type = 'TABLE' or iceberg_type is null)"
+                    ),
+                    {"c": self.catalog_name, "n": name.namespace, "t": name.name},
+                ).first()
+        except Exception as exc:
+            raise errors.CatalogError(
+                f"Could not look up {name} in the Iceberg catalog '{self.catalog_name}': {exc}"
+            ) from exc
+        if row is None or not row[0]:
             raise errors.MetadataError(
                 f"Iceberg table {name} does not exist in catalog '{self.catalog_name}'."
-            ) from exc
-        except errors.IcetimeError:
-            raise
-        except Exception as exc:
-            raise errors.MetadataError(f"Could not read the metadata of {name}: {exc}") from exc
+            )
+        return str(row[0])
 
     def table(self, name: TableName) -> TableMetadata:
-        table = self._load(name)
-        return from_pyiceberg(str(name), table.metadata_location, table.metadata)
+        location = self.metadata_location(name)
+        return parse_metadata(str(name), location, self._read(location))
+
+    def _read(self, location: str) -> bytes:
+        from pyiceberg.io import load_file_io
+
+        try:
+            data: bytes = load_file_io(self.properties, location).new_input(location).open().read()
+        except Exception as exc:
+            raise errors.MetadataError(f"Could not read metadata file {location}: {exc}") from exc
+        return gzip.decompress(data) if location.endswith(".gz.metadata.json") else data
 
     def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
-        table = self._load(name)
-        snapshot = table.metadata.snapshot_by_id(snapshot_id)
+        from pyiceberg.io import load_file_io
+        from pyiceberg.manifest import read_manifest_list
+
+        metadata = self.table(name)
+        snapshot = metadata.snapshot(snapshot_id)
         if snapshot is None:
             raise errors.MetadataError(f"Snapshot {snapshot_id} does not exist in {name}.")
+        io = load_file_io(self.properties, snapshot.manifest_list)
         return tuple(
             Manifest(
                 path=m.manifest_path,
@@ -116,7 +148,7 @@ class PyIcebergReader:
                 existing_files=m.existing_files_count or 0,
                 deleted_files=m.deleted_files_count or 0,
             )
-            for m in snapshot.manifests(table.io)
+            for m in read_manifest_list(io.new_input(snapshot.manifest_list))
         )
 
 
@@ -138,22 +170,17 @@ class SparkSqlReader:
             ) from exc
 
     def table(self, name: TableName) -> TableMetadata:
-        from pyiceberg.table.metadata import TableMetadataUtil
-
         location = self._current_metadata_file(name)
-        rows = self._query(
-            name,
-            f"select value from text.{quote_identifier(location)} ",
-        )
-        text = "".join(str(row[0]) for row in rows)
-        try:
-            metadata = TableMetadataUtil.parse_raw(text)
-        except Exception as exc:
+        return parse_metadata(str(name), location, self._text(name, location))
+
+    def _text(self, name: TableName, location: str) -> str:
+        if location.endswith(".gz.metadata.json"):
             raise errors.MetadataError(
-                f"The metadata file {location} of {name} is not readable as JSON text "
-                f"(compressed metadata needs metadata_access: pyiceberg): {exc}"
-            ) from exc
-        return from_pyiceberg(str(name), location, metadata)
+                f"The metadata file {location} of {name} is compressed, which Spark SQL cannot "
+                "read as text: use metadata_access: pyiceberg with a catalog the client can open."
+            )
+        rows = self._query(name, f"select value from text.{quote_identifier(location)}")
+        return "".join(str(row[0]) for row in rows)
 
     def _current_metadata_file(self, name: TableName) -> str:
         rows = self._query(
@@ -169,13 +196,10 @@ class SparkSqlReader:
         return str(rows[0][0])
 
     def _newest_of(self, name: TableName, files: list[str]) -> str:
-        from pyiceberg.table.metadata import TableMetadataUtil
-
         logged: set[str] = set()
         for location in files:
-            rows = self._query(name, f"select value from text.{quote_identifier(location)}")
-            metadata = TableMetadataUtil.parse_raw("".join(str(r[0]) for r in rows))
-            logged.update(entry.metadata_file for entry in metadata.metadata_log)
+            document = orjson.loads(self._text(name, location))
+            logged.update(entry["metadata-file"] for entry in document.get("metadata-log", ()))
         newest = [f for f in files if f not in logged]
         return newest[0] if newest else files[0]
 

@@ -6,9 +6,10 @@ built on them work the same on the embedded default and on a remote cluster.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, overload
 
 # Snapshot summary keys written by Iceberg (see the table spec's "Snapshot Summary").
 OPERATION = "operation"
@@ -74,6 +75,82 @@ class Snapshot:
         return self.summary.get(OPERATION)
 
 
+class Snapshots(Sequence[Snapshot]):
+    """A table's snapshots, parsed and converted from the metadata file only when asked for.
+
+    A table with 10,000 snapshots carries ~10 MB of summaries. Resolving a timestamp pin needs
+    the snapshot log and whether one snapshot exists, so the array stays unparsed until a
+    snapshot object itself is needed.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        convert: Callable[[Mapping[str, Any]], Snapshot] | None = None,
+        built: Sequence[Snapshot] | None = None,
+        contains: Callable[[int], bool] | None = None,
+    ) -> None:
+        self._load = load
+        self._convert = convert
+        self._contains = contains
+        self._raw: Sequence[Mapping[str, Any]] | None = None
+        self._built: tuple[Snapshot, ...] | None = tuple(built) if built is not None else None
+        self._index: dict[int, int] | None = None
+
+    def _raw_snapshots(self) -> Sequence[Mapping[str, Any]]:
+        if self._raw is None:
+            self._raw = self._load() if self._load is not None else ()
+        return self._raw
+
+    def _all(self) -> tuple[Snapshot, ...]:
+        if self._built is None:
+            assert self._convert is not None
+            self._built = tuple(self._convert(raw) for raw in self._raw_snapshots())
+        return self._built
+
+    def has(self, snapshot_id: int) -> bool:
+        """Whether the table retains this snapshot, without parsing the others if possible."""
+        if self._built is None and self._raw is None and self._contains is not None:
+            return self._contains(snapshot_id)
+        return self.get(snapshot_id) is not None
+
+    def get(self, snapshot_id: int) -> Snapshot | None:
+        if self._built is not None:
+            return next((s for s in self._built if s.snapshot_id == snapshot_id), None)
+        raw = self._raw_snapshots()
+        if self._index is None:
+            self._index = {int(entry["snapshot-id"]): i for i, entry in enumerate(raw)}
+        position = self._index.get(snapshot_id)
+        if position is None or self._convert is None:
+            return None
+        return self._convert(raw[position])
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    @overload
+    def __getitem__(self, index: int) -> Snapshot: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Snapshot]: ...
+
+    def __getitem__(self, index: int | slice) -> Snapshot | Sequence[Snapshot]:
+        return self._all()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Snapshots):
+            return self._all() == other._all()
+        if isinstance(other, tuple):
+            return self._all() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return f"Snapshots({len(self)})"
+
+
 @dataclass(frozen=True)
 class SnapshotLogEntry:
     """One entry of the table's snapshot log: this snapshot became current at this time."""
@@ -115,13 +192,17 @@ class TableMetadata:
     current_snapshot_id: int | None
     current_schema_id: int
     schemas: tuple[Schema, ...]
-    snapshots: tuple[Snapshot, ...]
+    snapshots: Snapshots
     snapshot_log: tuple[SnapshotLogEntry, ...]
     refs: Mapping[str, Ref]
     properties: Mapping[str, str]
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.snapshots, Snapshots):
+            object.__setattr__(self, "snapshots", Snapshots(built=tuple(self.snapshots)))
+
     def snapshot(self, snapshot_id: int) -> Snapshot | None:
-        return next((s for s in self.snapshots if s.snapshot_id == snapshot_id), None)
+        return self.snapshots.get(snapshot_id)
 
     @property
     def current_snapshot(self) -> Snapshot | None:

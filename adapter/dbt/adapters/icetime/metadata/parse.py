@@ -7,7 +7,8 @@ reads is parsed; ``tests/functional/test_metadata.py`` checks it against pyicebe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -22,14 +23,16 @@ from dbt.adapters.icetime.metadata.model import (
     SchemaField,
     Snapshot,
     SnapshotLogEntry,
+    Snapshots,
     TableMetadata,
 )
 
 
 def parse_metadata(identifier: str, location: str, raw: bytes | str) -> TableMetadata:
+    data = raw.encode() if isinstance(raw, str) else raw
     try:
-        doc = orjson.loads(raw)
-        return _table(identifier, location, doc)
+        doc, snapshots = _document(data)
+        return _table(identifier, location, doc, snapshots)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise MetadataError(
             f"The metadata file {location} of {identifier} is not valid Iceberg table "
@@ -37,7 +40,68 @@ def parse_metadata(identifier: str, location: str, raw: bytes | str) -> TableMet
         ) from exc
 
 
-def _table(identifier: str, location: str, doc: Mapping[str, Any]) -> TableMetadata:
+# The snapshots array, and the top-level keys Iceberg writes after it (Java and pyiceberg).
+SNAPSHOTS_START = re.compile(rb'"snapshots"\s*:\s*\[')
+AFTER_SNAPSHOTS = re.compile(
+    rb'\]\s*,\s*"(?:statistics|partition-statistics|snapshot-log|metadata-log)"\s*:'
+)
+
+
+def _split_snapshots(data: bytes) -> tuple[bytes, bytes] | None:
+    """(the document with an empty snapshots array, the snapshots array), or None.
+
+    The array is cut out by position: inside JSON strings a quote is always escaped, so
+    `],"snapshot-log":` can only be structure. If the cut is not valid JSON the caller's
+    full parse runs instead (see `_finder` and the JSONDecodeError handling).
+    """
+    start = SNAPSHOTS_START.search(data)
+    if start is None:
+        return None
+    end = AFTER_SNAPSHOTS.search(data, start.end() - 1)
+    if end is None:
+        return None
+    array = data[start.end() - 1 : end.start() + 1]
+    if not array.endswith(b"]"):
+        return None
+    return data[: start.end() - 1] + b"[]" + data[end.start() + 1 :], array
+
+
+def _document(data: bytes) -> tuple[Mapping[str, Any], Snapshots]:
+    """The parsed document and its (lazily parsed) snapshots; a failed cut parses it whole."""
+    split = _split_snapshots(data)
+    if split is not None:
+        outer, array = split
+        try:
+            doc = orjson.loads(outer)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict):
+
+            def load() -> Sequence[Mapping[str, Any]]:
+                try:
+                    parsed = orjson.loads(array)
+                except orjson.JSONDecodeError:
+                    parsed = orjson.loads(data).get("snapshots")
+                return parsed or ()
+
+            return doc, Snapshots(load, _snapshot, contains=_finder(array))
+    whole = orjson.loads(data)
+    return whole, Snapshots(lambda: whole.get("snapshots") or (), _snapshot)
+
+
+def _finder(array: bytes) -> Callable[[int], bool]:
+    """Whether a snapshot id occurs as a snapshot's own id (not a parent's) in the array."""
+
+    def contains(snapshot_id: int) -> bool:
+        pattern = re.compile(rb'"snapshot-id"\s*:\s*' + str(snapshot_id).encode() + rb"\b")
+        return pattern.search(array) is not None
+
+    return contains
+
+
+def _table(
+    identifier: str, location: str, doc: Mapping[str, Any], snapshots: Snapshots
+) -> TableMetadata:
     raw_schemas = doc.get("schemas") or [doc["schema"]]
     schemas = tuple(_schema(s) for s in raw_schemas)
     current_schema_id: int = doc.get("current-schema-id", schemas[0].schema_id)
@@ -56,7 +120,7 @@ def _table(identifier: str, location: str, doc: Mapping[str, Any]) -> TableMetad
         current_snapshot_id=current_snapshot_id,
         current_schema_id=int(current_schema_id),
         schemas=schemas,
-        snapshots=tuple(_snapshot(s) for s in doc.get("snapshots") or ()),
+        snapshots=snapshots,
         snapshot_log=tuple(
             SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"]))
             for e in doc.get("snapshot-log") or ()
@@ -99,7 +163,8 @@ def _snapshot(raw: Mapping[str, Any]) -> Snapshot:
         timestamp_ms=int(raw["timestamp-ms"]),
         manifest_list=str(raw.get("manifest-list", "")),
         schema_id=None if schema_id is None else int(schema_id),
-        summary=MappingProxyType(_strings(raw.get("summary"))),
+        # Summary values are strings by the table spec; no copy needed.
+        summary=MappingProxyType(raw.get("summary") or {}),
     )
 
 

@@ -60,7 +60,7 @@ def at_instant(meta: TableMetadata, instant_ms: int, resolved_by: str) -> Resolv
     log = meta.snapshot_log
     times = [entry.timestamp_ms for entry in log]
     index = bisect.bisect_right(times, instant_ms) - 1
-    if index < 0 or meta.snapshot(log[index].snapshot_id) is None:
+    if index < 0 or not meta.snapshots.has(log[index].snapshot_id):
         raise PinError(
             f"pin_snapshot {resolved_by} for {meta.identifier}: expired or never existed. "
             f"{_retained(meta)}"

@@ -419,3 +419,28 @@ class TestBuiltFromMacro(PinProject):
         _, output = run_dbt_and_capture(["run-operation", "lineage"])
         table = f"icetime.{project.test_schema}.events"
         assert f'LINEAGE {{"{table}": {commits[1][0]}}}' in output
+
+
+class TestConfiguredPins(PinProject):
+    """A source can carry its own pin (a training set fixed to a tag); the var overrides it."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        frozen = SOURCES.replace(
+            "      - name: events\n",
+            "      - name: events\n        config:\n          meta:\n"
+            "            pin_snapshot: 'tag:training'\n",
+        )
+        return {"sources.yml": frozen, "count_events.sql": MODELS["count_events.sql"]}
+
+    def test_source_pin_applies_and_the_var_wins(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        first, latest = commits[0][0], commits[-1][0]
+        sql(project, f"alter table {{s}}.events create tag training as of version {first}")
+        run_dbt(["run"])
+        assert sql(project, "select n, max_id from {s}.count_events", "one") == (2, 2)
+        entry = read_pins(project)["inputs"][f"icetime.{project.test_schema}.events"]
+        assert (entry["snapshot_id"], entry["resolved_by"]) == (first, "tag:training")
+        run_pinned(latest)
+        assert sql(project, "select n, max_id from {s}.count_events", "one") == (2, 3)

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import profile_target
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 
@@ -28,12 +30,4 @@ def icetime_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="class")
 def dbt_profile_target(icetime_home: Path) -> dict[str, Any]:
-    return {
-        "type": "icetime",
-        "method": "session",
-        "schema": "analytics",
-        "icetime_dir": str(icetime_home),
-        # dbt's docs-generate suite reads the profile user; the session method ignores it.
-        "user": "icetime",
-        "threads": 1,
-    }
+    return profile_target(icetime_home)

@@ -45,3 +45,17 @@ def run_dbt_process(project: Path, *args: str, env: dict[str, str] | None = None
         timeout=600,
     )
     return DbtResult(proc.returncode, proc.stdout + proc.stderr)
+
+
+def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
+    """The zero-config icetime profile, pointed at this process's catalog directory."""
+    return {
+        "type": "icetime",
+        "method": "session",
+        "schema": "analytics",
+        "icetime_dir": str(icetime_home),
+        # dbt's docs-generate suite reads the profile user; the session method ignores it.
+        "user": "icetime",
+        "threads": 1,
+        **overrides,
+    }

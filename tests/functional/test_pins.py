@@ -14,6 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.icetime.pins.spec import format_ms
+from tests.helpers import profile_target
 
 SOURCES = """
 version: 2
@@ -364,15 +365,7 @@ class TestSchemaModes(PinProject):
 class TestProtectedTarget(PinProject):
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, icetime_home: Path) -> dict[str, Any]:
-        return {
-            "type": "icetime",
-            "method": "session",
-            "schema": "analytics",
-            "icetime_dir": str(icetime_home),
-            "user": "icetime",
-            "threads": 1,
-            "protected": True,
-        }
+        return profile_target(icetime_home, protected=True)
 
     def test_pinned_run_may_not_replace_newer_tables(
         self, project: Any, commits: list[tuple[int, int]]

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from report import measured, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "integration_tests"
@@ -68,27 +69,17 @@ def main() -> None:
     runs = [timed([DBT, "run"], project, env) for _ in range(repeat)]
     builds = [timed([DBT, "build"], project, env) for _ in range(repeat)]
 
-    rows = [
-        ("Spark session start (JVM + Iceberg + catalog), fresh process", startups),
-        ("`dbt run`, demo project (5 models), fresh process", runs),
-        ("`dbt build`, demo project (5 models, 1 seed, 12 tests)", builds),
-    ]
-    lines = [
-        "# Foundation benchmark",
-        "",
-        f"Machine: {os.cpu_count()} cores. Each figure is the median of {repeat} runs "
-        "(min-max in brackets), wall seconds.",
-        "",
-        "| measure | median s | range s |",
-        "| --- | ---: | --- |",
-    ]
-    for name, values in rows:
-        lines.append(
-            f"| {name} | {statistics.median(values):.1f} | {min(values):.1f}-{max(values):.1f} |"
-        )
-    out = ROOT / "bench" / "results" / "foundation.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(
+        "foundation",
+        "Foundation benchmark",
+        f"Machine: {os.cpu_count()} cores. Medians of {repeat} runs, each in a fresh process; "
+        "wall seconds.",
+        [
+            measured("Spark session start (JVM + Iceberg + catalog), fresh process", startups),
+            measured("`dbt run`, demo project (5 models), fresh process", runs),
+            measured("`dbt build`, demo project (5 models, 1 seed, 12 tests)", builds),
+        ],
+    )
     shutil.rmtree(WORK, ignore_errors=True)
 
 

@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from report import measured, write_results
+
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "pins"
 DBT = str(Path(sys.executable).with_name("dbt"))
@@ -167,26 +169,22 @@ def main() -> None:
     unpinned, pinned = time_runs(write_project(), repeat)
     ratio = statistics.median(pinned) / statistics.median(unpinned)
 
-    lines = [
-        "# Pinning benchmark",
-        "",
+    write_results(
+        "pins",
+        "Pinning benchmark",
         f"Machine: {os.cpu_count()} cores. Run `.venv/bin/python bench/pins.py --repeat {repeat}`.",
-        "",
-        "| measure | median | range | target |",
-        "| --- | ---: | --- | --- |",
-        f"| resolve a timestamp on a {SNAPSHOTS:,}-snapshot table (load metadata from the "
-        f"catalog + snapshot log), ms, {len(resolution)} runs "
-        f"| {statistics.median(resolution):.1f} "
-        f"| {min(resolution):.1f}-{max(resolution):.1f} | < 50 |",
-        f"| `dbt run`, 20 models over 5 sources, unpinned, s | {statistics.median(unpinned):.2f} "
-        f"| {min(unpinned):.2f}-{max(unpinned):.2f} | |",
-        f"| `dbt run`, same, pinned by timestamp, s | {statistics.median(pinned):.2f} "
-        f"| {min(pinned):.2f}-{max(pinned):.2f} | |",
-        f"| pinned / unpinned wall-time ratio | {ratio:.3f} | | <= 1.05 |",
-    ]
-    out = ROOT / "bench" / "results" / "pins.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        [
+            measured(
+                f"resolve a timestamp on a {SNAPSHOTS:,}-snapshot table (load metadata from "
+                f"the catalog + snapshot log), ms, {len(resolution)} runs",
+                resolution,
+                target="< 50",
+            ),
+            measured("`dbt run`, 20 models over 5 sources, unpinned, s", unpinned, 2),
+            measured("`dbt run`, same, pinned by timestamp, s", pinned, 2),
+            ("pinned / unpinned wall-time ratio", f"{ratio:.3f}", "", "<= 1.05"),
+        ],
+    )
     shutil.rmtree(WORK, ignore_errors=True)
 
 

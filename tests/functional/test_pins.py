@@ -39,7 +39,8 @@ MODELS = {
         "{{ config(materialized='ephemeral') }}\nselect * from {{ source('raw', 'events') }}"
     ),
     "from_ephemeral.sql": (
-        "{{ config(materialized='table') }}\nselect count(*) as n from {{ ref('recent') }}"
+        "{{ config(materialized='table') }}\n"
+        "select count(*) as n, max(id) as max_id from {{ ref('recent') }}"
     ),
     "downstream.sql": (
         "{{ config(materialized='table') }}\nselect n from {{ ref('count_events') }}"
@@ -71,8 +72,8 @@ def read_pins(project: Any) -> dict[str, Any]:
     return json.loads((Path(project.project_root) / "target" / "icetime_pins.json").read_text())
 
 
-def run_pinned(pin: Any, *select: str, expect_pass: bool = True) -> str:
-    args = ["run", "--vars", json.dumps({"pin_snapshot": pin})]
+def run_pinned(pin: Any, *select: str, expect_pass: bool = True, **more_vars: Any) -> str:
+    args = ["run", "--vars", json.dumps({"pin_snapshot": pin, **more_vars})]
     if select:
         args += ["--select", *select]
     _, output = run_dbt_and_capture(args, expect_pass=expect_pass)
@@ -131,7 +132,8 @@ class TestPinForms(PinProject):
     ) -> None:
         first = commits[0][0]
         run_pinned(first, "from_ephemeral")
-        assert sql(project, "select n from {s}.from_ephemeral", "one")[0] == 2
+        # Unpinned, the table now holds ids 2 and 3: (2, 3).
+        assert sql(project, "select n, max_id from {s}.from_ephemeral", "one") == (2, 2)
         assert f"VERSION AS OF {first}" in compiled(project, "from_ephemeral")
 
     def test_tag_and_mapping(self, project: Any, commits: list[tuple[int, int]]) -> None:
@@ -336,15 +338,7 @@ class TestSchemaModes(PinProject):
             ("score", "float"),
             ("tmp", "int"),
         ]
-        run_dbt(
-            [
-                "run",
-                "--select",
-                "evolving_copy",
-                "--vars",
-                json.dumps({"pin_snapshot": first, "pin_schema_mode": "current"}),
-            ]
-        )
+        run_pinned(first, "evolving_copy", pin_schema_mode="current")
         columns = sql(project, "describe {s}.evolving_copy", "all")
         assert [(c[0], c[1]) for c in columns[:4]] == [
             ("id", "bigint"),
@@ -376,15 +370,7 @@ class TestProtectedTarget(PinProject):
         assert "in protected target 'default'" in output
         assert "after its newest pinned input" in output
         assert history(project, "count_events") == before
-        run_dbt(
-            [
-                "run",
-                "--select",
-                "count_events",
-                "--vars",
-                json.dumps({"pin_snapshot": commits[0][0], "pin_allow_protected_overwrite": True}),
-            ]
-        )
+        run_pinned(commits[0][0], "count_events", pin_allow_protected_overwrite=True)
         assert sql(project, "select n from {s}.count_events", "one")[0] == 2
 
 

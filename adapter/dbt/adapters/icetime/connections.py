@@ -53,28 +53,28 @@ class IcetimeCursor(Cursor):
         self._session = session
 
     def execute(self, sql: str, *parameters: Any) -> None:
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors.exceptions.captured import CapturedException
-
         if parameters:
             sql = sql % parameters
-        try:
+        with _readable_errors():
             self._df = self._session.sql(sql)
-        except CapturedException as exc:
-            raise DbtRuntimeError(str(exc).strip()) from exc
-        except Py4JJavaError as exc:
-            raise DbtRuntimeError(describe_jvm_error(exc)) from exc
 
     def fetchall(self) -> Any:
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors.exceptions.captured import CapturedException
-
-        try:
+        with _readable_errors():
             return super().fetchall()
-        except CapturedException as exc:
-            raise DbtRuntimeError(str(exc).strip()) from exc
-        except Py4JJavaError as exc:
-            raise DbtRuntimeError(describe_jvm_error(exc)) from exc
+
+
+@contextmanager
+def _readable_errors() -> Generator[None, None, None]:
+    """Spark errors as DbtRuntimeError with one readable message (no JVM stack trace)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    try:
+        yield
+    except CapturedException as exc:
+        raise DbtRuntimeError(str(exc).strip()) from exc
+    except Py4JJavaError as exc:
+        raise DbtRuntimeError(describe_jvm_error(exc)) from exc
 
 
 class IcetimeSessionWrapper(SessionConnectionWrapper):

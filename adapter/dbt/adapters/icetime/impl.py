@@ -142,12 +142,15 @@ class IcetimeAdapter(SparkAdapter):
         node_config = getattr(node, "config", None)
         if node_config is not None:
             apply_iceberg_defaults(getattr(node, "name", "?"), node_config)
-        if node is not None and self._pin_session is not None:
-            self._guard_protected_target(node)
-            self._before_build[node.unique_id] = self._metadata_location(node)
+        session = self._pin_session
+        if node is not None and session is not None and session.recorded(node.unique_id):
+            # Only a model that read pinned inputs has something to guard or to record.
+            existing = self._table_metadata_of(node)
+            self._guard_protected_target(node, existing)
+            self._before_build[node.unique_id] = existing.metadata_location if existing else None
         return super().pre_model_hook(config)
 
-    def _guard_protected_target(self, node: Any) -> None:
+    def _guard_protected_target(self, node: Any, existing: TableMetadata | None) -> None:
         """In a protected target, a pinned run may not replace a newer table or a live view.
 
         The rule: with an explicit pin_snapshot, writing an existing object of a target marked
@@ -160,28 +163,22 @@ class IcetimeAdapter(SparkAdapter):
             return
         if self.config.cli_vars.get("pin_allow_protected_overwrite") is True:
             return
-        name = TableName(node.database, node.schema, node.alias)
-        materialized = getattr(node.config, "materialized", None)
         why = None
-        if materialized == "view":
-            existing = self.get_relation(node.database, node.schema, node.alias)
-            if existing is not None:
+        if getattr(node.config, "materialized", None) == "view":
+            if self.get_relation(node.database, node.schema, node.alias) is not None:
                 why = "it is a view, and a replay would freeze it at the pinned snapshots"
-        elif materialized in MATERIALIZED_TABLES:
-            try:
-                current = self.metadata_reader().table(name).current_snapshot
-            except errors.MetadataError:
-                current = None
+        elif existing is not None and existing.current_snapshot is not None:
+            written = existing.current_snapshot.timestamp_ms
             newest = session.newest_input_ms(node.unique_id)
-            if current is not None and newest is not None and current.timestamp_ms > newest:
+            if newest is not None and written > newest:
                 why = (
-                    f"it was last written at {format_ms(current.timestamp_ms)}, after its "
+                    f"it was last written at {format_ms(written)}, after its "
                     f"newest pinned input ({format_ms(newest)})"
                 )
         if why is not None:
             raise errors.ConfigurationError(
                 errors.PROTECTED_TARGET.format(
-                    relation=name, target=self.config.target_name, why=why
+                    relation=_node_table(node), target=self.config.target_name, why=why
                 )
             )
 
@@ -192,28 +189,27 @@ class IcetimeAdapter(SparkAdapter):
         if node is None or self._pin_session is None or node.unique_id not in self._before_build:
             return
         before = self._before_build.pop(node.unique_id)
-        inputs = self._pin_session.recorded(node.unique_id)
-        after = self._metadata_location(node)
-        if not inputs or after is None or after == before:
-            return  # nothing read through pins, or the build did not commit
+        after = self._table_metadata_of(node)
+        if after is None or after.metadata_location == before:
+            return  # the build did not commit
         document = json.dumps(
-            {"inputs": inputs, "invocation_id": self._pin_session.invocation_id},
+            {
+                "inputs": self._pin_session.recorded(node.unique_id),
+                "invocation_id": self._pin_session.invocation_id,
+            },
             sort_keys=True,
         )
-        relation = self.Relation.create(
-            database=node.database, schema=node.schema, identifier=node.alias
-        )
         self.execute(
-            f"alter table {relation} set tblproperties "
+            f"alter table {_node_table(node).sql()} set tblproperties "
             f"({sql_literal(BUILT_FROM_PROPERTY)} = {sql_literal(document)})"
         )
 
-    def _metadata_location(self, node: Any) -> str | None:
+    def _table_metadata_of(self, node: Any) -> TableMetadata | None:
+        """The metadata of the table a model writes, if it is a table and exists."""
         if getattr(node.config, "materialized", None) not in MATERIALIZED_TABLES:
             return None
-        name = TableName(node.database, node.schema, node.alias)
         try:
-            return self.metadata_reader().table(name).metadata_location
+            return self.metadata_reader().table(_node_table(node))
         except errors.MetadataError:
             return None
 
@@ -343,6 +339,10 @@ def table_name(relation: BaseRelation) -> TableName:
     if not relation.schema or not relation.identifier:
         raise errors.MetadataError(f"{relation} does not name an Iceberg table (schema.table).")
     return TableName(relation.database, relation.schema, relation.identifier)
+
+
+def _node_table(node: Any) -> TableName:
+    return TableName(node.database, node.schema, node.alias)
 
 
 def _project_root(config: Any) -> str:

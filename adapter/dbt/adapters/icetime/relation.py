@@ -38,6 +38,3 @@ class IcetimeRelation(SparkRelation):
             return read
         # No alias: the model's SQL may add its own (`from {{ ref('x') }} as x`).
         return f"(select {self.projection} from {read})"
-
-    def without_pin(self) -> IcetimeRelation:
-        return self.replace(snapshot_id=None, projection=None)  # type: ignore[no-any-return]

@@ -55,10 +55,6 @@ class Schema:
     def field_by_id(self, field_id: int) -> SchemaField | None:
         return next((f for f in self.fields if f.field_id == field_id), None)
 
-    @property
-    def identifier_columns(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self.fields if f.field_id in self.identifier_field_ids)
-
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -144,9 +140,6 @@ class Snapshots(Sequence[Snapshot]):
             return self._all() == other
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self._all())
-
     def __repr__(self) -> str:
         return f"Snapshots({len(self)})"
 
@@ -228,14 +221,3 @@ class TableMetadata:
             if schema is not None:
                 return schema
         return self.current_schema
-
-    def ancestors(self, snapshot_id: int | None = None) -> tuple[Snapshot, ...]:
-        """The snapshot and its retained ancestors, newest first (current snapshot by default)."""
-        by_id = {s.snapshot_id: s for s in self.snapshots}
-        chain: list[Snapshot] = []
-        next_id = self.current_snapshot_id if snapshot_id is None else snapshot_id
-        while next_id is not None and next_id in by_id:
-            snapshot = by_id[next_id]
-            chain.append(snapshot)
-            next_id = snapshot.parent_id
-        return tuple(chain)

@@ -19,7 +19,13 @@ from dbt.adapters.icetime.errors import MetadataError
 from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.resolve import ResolvedPin, at_instant, resolve
-from dbt.adapters.icetime.pins.spec import PinError, PinRequest, Point, parse_point
+from dbt.adapters.icetime.pins.spec import (
+    PinError,
+    PinRequest,
+    Point,
+    parse_point,
+    parse_request,
+)
 
 RUN_START = "run start"
 NEWER_THAN_RUN_START = "current (newer than run start)"
@@ -96,8 +102,6 @@ class PinSession:
             return None
         if isinstance(raw, str) and raw.strip().startswith("@"):
             return self.load_pins_file(raw.strip()[1:])
-        from dbt.adapters.icetime.pins.spec import parse_request
-
         return parse_request(raw)
 
     def _resolve_all(self, inputs: dict[str, Input], known_names: set[str]) -> None:

@@ -31,7 +31,10 @@ class CatalogSettings:
         uri = creds.catalog_uri
         warehouse = creds.warehouse
         if kind == "sqlite":
-            uri = uri or "jdbc:sqlite:" + os.path.join(creds.icetime_dir, "catalog.db")
+            # WAL: a reader never blocks a writer. In the default rollback journal, Iceberg's
+            # rewrite_data_files fails with SQLITE_BUSY against its own catalog connections.
+            default = "jdbc:sqlite:" + os.path.join(creds.icetime_dir, "catalog.db")
+            uri = uri or default + "?journal_mode=WAL"
         if kind != "server":
             warehouse = _as_file_uri(warehouse or os.path.join(creds.icetime_dir, "warehouse"))
         return cls(

@@ -30,6 +30,10 @@ class MetadataError(IcetimeError):
     """Iceberg table metadata could not be read."""
 
 
+class TableNotFoundError(MetadataError):
+    """The catalog answered: there is no such Iceberg table (an answer, not a failure)."""
+
+
 def bad_profile_value(key: str, value: object, accepted: str) -> ConfigurationError:
     """The error for a profile key whose value icetime cannot accept."""
     return ConfigurationError(BAD_PROFILE_VALUE.format(key=key, value=value, accepted=accepted))
@@ -88,4 +92,58 @@ PROTECTED_TARGET = (
     "A pinned run replays the past; write it somewhere else (dbt run --target <another target>, "
     "or a target whose schema differs), or, to overwrite anyway, add "
     "pin_allow_protected_overwrite: true to --vars."
+)
+
+
+class HistoryGapError(IcetimeError):
+    """A CDF model's watermark cannot be followed to the upstream's pinned snapshot."""
+
+
+HISTORY_GAP = (
+    "CDF model {model} cannot read the changes of {table} since its watermark snapshot "
+    "{watermark}: {reason}. Rebuild it with 'dbt run --full-refresh --select ...', or set "
+    "on_history_gap: full_refresh on the model to rebuild automatically."
+)
+BAD_MODEL_CONFIG = "Model {model}: config '{key}' has the value {value!r}; accepted: {accepted}."
+CDF_NOT_CONFIGURED = (
+    "Model {model} uses {caller}, which needs materialized='incremental' and "
+    "incremental_strategy='cdf'; it has materialized={materialized!r}, "
+    "incremental_strategy={strategy!r}."
+)
+CDF_MERGE_NEEDS_KEY = (
+    "CDF model {model} needs a unique_key to merge changes by (or cdf_mode: append for a change "
+    "log, or cdf_recompute_keys for an aggregating model)."
+)
+CDF_WITHOUT_CHANGES = (
+    "CDF model {model} does not read any upstream through icetime.changes(...); select from "
+    "{{{{ icetime.changes(ref('...')) }}}}, or set cdf_recompute_keys for an aggregating model."
+)
+CHANGES_WITH_RECOMPUTE = (
+    "Model {model} sets cdf_recompute_keys, so it is written as plain SQL over its upstreams: "
+    "remove icetime.changes(...) and read ref()/source() directly."
+)
+CHANGES_TWO_UPSTREAMS = (
+    "CDF model {model} reads the changes of two upstreams ({first} and {second}) without a "
+    "unique_key: the changes of different tables can only be combined into one target by key. "
+    "Set unique_key, or read one upstream's changes per model."
+)
+CDF_UPSTREAM_NOT_ICEBERG = (
+    "CDF model {model} reads changes of {table}, which is not an Iceberg table in the catalog "
+    "(a view, a non-Iceberg table, or missing). icetime.changes() accepts Iceberg tables only."
+)
+CDF_MISSING_COLUMNS = (
+    "CDF model {model} must select {columns} from icetime.changes(...) ({why}); its query "
+    "returns only: {returned}."
+)
+RECOMPUTE_WITHOUT_UPSTREAM = (
+    "CDF model {model} sets cdf_recompute_keys but reads no Iceberg table through ref() or "
+    "source() whose changes could name the keys to recompute."
+)
+RECOMPUTE_UPSTREAM_VIEW = (
+    "CDF model {model} sets cdf_recompute_keys and reads {table}, a view: changes are tracked "
+    "on Iceberg tables only. Materialize {table} as a table, or read its tables directly."
+)
+RECOMPUTE_KEYS_MISSING = (
+    "CDF model {model}: cdf_recompute_keys names column(s) {missing} that upstream {table} does "
+    "not have; every upstream must carry the keys so its changes say which groups to recompute."
 )

@@ -19,17 +19,22 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.cdf import faults
+from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
+from dbt.adapters.icetime.cdf.reads import FileReads, Reads, SnapshotReads, output_schema
+from dbt.adapters.icetime.cdf.runs import CdfRun, Upstream, view_name
+from dbt.adapters.icetime.cdf.state import STATE_PROPERTY
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName, choose_reader
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.schema_mode import current_schema_projection
-from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode
+from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode, collect_inputs
 from dbt.adapters.icetime.pins.spec import format_ms
 from dbt.adapters.icetime.relation import IcetimeRelation
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
 
@@ -66,6 +71,7 @@ class IcetimeAdapter(SparkAdapter):
         self._metadata_reader: MetadataReader | None = None
         self._pin_session: PinSession | None = None
         self._before_build: dict[str, str | None] = {}
+        self._cdf_runs: dict[str, CdfRun] = {}
 
     # -- relations ---------------------------------------------------------------------------
 
@@ -272,6 +278,163 @@ class IcetimeAdapter(SparkAdapter):
         raw = properties.get(BUILT_FROM_PROPERTY)
         return dict(json.loads(raw)) if raw else {}
 
+    # -- incremental models driven by snapshot diffs (cdf) ------------------------------------
+
+    @available
+    def icetime_changes(
+        self, relation: BaseRelation, model: Mapping[str, Any], full_refresh: bool
+    ) -> str:
+        """What `icetime.changes(relation)` renders: a temporary view of the upstream's changes."""
+        config = cdf_config(model, caller="icetime.changes()")
+        if config.mode == "recompute":
+            raise errors.ConfigurationError(
+                errors.CHANGES_WITH_RECOMPUTE.format(model=model["unique_id"])
+            )
+        run = self._cdf_run(model, config, full_refresh)
+        name = table_name(relation)
+        if str(name) not in run.upstreams and run.upstreams and not config.unique_key:
+            raise errors.ConfigurationError(
+                errors.CHANGES_TWO_UPSTREAMS.format(
+                    model=model["unique_id"], first=next(iter(run.upstreams)), second=name
+                )
+            )
+        metadata = self._upstream_metadata(name, model["unique_id"])
+        pinned = relation.snapshot_id if isinstance(relation, IcetimeRelation) else None
+        upstream = Upstream(
+            name=str(name),
+            table_sql=name.sql(),
+            metadata=metadata,
+            to_snapshot=pinned if pinned is not None else metadata.current_snapshot_id,
+            view=view_name(model["unique_id"], str(len(run.upstreams))),
+        )
+        return run.add(upstream)
+
+    @available
+    def icetime_cdf_prepare(
+        self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
+    ) -> dict[str, Any]:
+        """The run the materialization is about to make (see CdfRun.describe)."""
+        config = cdf_config(model, caller="incremental_strategy 'cdf'")
+        run = self._cdf_run(model, config, full_refresh)
+        if config.mode == "recompute":
+            self._add_recompute_upstreams(run, model, graph, config)
+        elif not run.upstreams:
+            raise errors.ConfigurationError(
+                errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
+            )
+        described = run.describe()
+        if described["recovering"]:
+            logger.warning(
+                f"{run.target} was written after its last recorded watermark (an interrupted "
+                "run?): re-applying the changes since that watermark."
+            )
+        return described
+
+    @available
+    def icetime_cdf_fault(self, point: str) -> str:
+        """Fault injection for icetime's exactly-once tests (ICETIME_FAULT); a no-op otherwise."""
+        faults.maybe_fail(point)
+        return ""
+
+    @available
+    def icetime_cdf_finish(self, model: Mapping[str, Any], committed: bool) -> str:
+        """After the data statement: move the watermarks (if it ran) and drop the run's views."""
+        run = self._cdf_runs.pop(model["unique_id"], None)
+        if run is None:
+            return ""
+        try:
+            if committed:
+                faults.maybe_fail(faults.AFTER_DATA_COMMIT)
+                target = self.metadata_reader().table(run.target)
+                state = run.new_state(target.current_snapshot_id)
+                self.execute(
+                    f"alter table {run.target.sql()} set tblproperties "
+                    f"({sql_literal(STATE_PROPERTY)} = {sql_literal(state.dumps())})"
+                )
+        finally:
+            run.close()
+        return ""
+
+    def _cdf_run(self, model: Mapping[str, Any], config: CdfConfig, full_refresh: bool) -> CdfRun:
+        node_id = model["unique_id"]
+        run = self._cdf_runs.get(node_id)
+        if run is None:
+            target = _node_table_from(model)
+            try:
+                existing: TableMetadata | None = self.metadata_reader().table(target)
+            except errors.TableNotFoundError:
+                existing = None
+            run = CdfRun(
+                node_id=node_id,
+                target=target,
+                mode=config.mode,
+                on_history_gap=config.on_history_gap,
+                target_metadata=existing,
+                full_refresh=full_refresh,
+                execute=lambda sql: self.execute(sql),
+                make_reads=lambda upstream: self._cdf_reads(upstream, config),
+            )
+            self._cdf_runs[node_id] = run
+        return run
+
+    def _cdf_reads(self, upstream: Upstream, config: CdfConfig) -> Reads:
+        out = output_schema(upstream.metadata, upstream.to_snapshot)
+        creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+        if config.read_path == "snapshots" or not creds.is_embedded:
+            return SnapshotReads(upstream.table_sql, upstream.metadata, out)
+        spark = embedded.spark_session(creds)
+        counter = iter(range(1_000_000))
+
+        def register(frame: Any) -> str:
+            name = f"{upstream.view}__read{next(counter)}"
+            frame.createOrReplaceTempView(name)
+            return name
+
+        return FileReads(spark, upstream.table_sql, upstream.metadata, out, register)
+
+    def _upstream_metadata(self, name: TableName, node_id: str) -> TableMetadata:
+        try:
+            return self.metadata_reader().table(name)
+        except errors.TableNotFoundError as exc:
+            raise errors.ConfigurationError(
+                errors.CDF_UPSTREAM_NOT_ICEBERG.format(model=node_id, table=name)
+            ) from exc
+
+    def _add_recompute_upstreams(
+        self, run: CdfRun, model: Mapping[str, Any], graph: Mapping[str, Any], config: CdfConfig
+    ) -> None:
+        node_id = model["unique_id"]
+        inputs = collect_inputs(graph, [node_id], self.icetime_catalog())
+        if not inputs:
+            raise errors.ConfigurationError(errors.RECOMPUTE_WITHOUT_UPSTREAM.format(model=node_id))
+        session = self.pin_session()
+        for index, (key, item) in enumerate(sorted(inputs.items())):
+            if item.is_view:
+                raise errors.ConfigurationError(
+                    errors.RECOMPUTE_UPSTREAM_VIEW.format(model=node_id, table=key)
+                )
+            metadata = self._upstream_metadata(item.table, node_id)
+            pinned = session.pinned(item.table, node_id)
+            to_snapshot = pinned.pin.snapshot_id if pinned else metadata.current_snapshot_id
+            names = {f.name.lower() for f in output_schema(metadata, to_snapshot).fields}
+            missing = [k for k in config.recompute_keys if k.lower() not in names]
+            if missing:
+                raise errors.ConfigurationError(
+                    errors.RECOMPUTE_KEYS_MISSING.format(
+                        model=node_id, table=key, missing=", ".join(missing)
+                    )
+                )
+            run.add(
+                Upstream(
+                    name=key,
+                    table_sql=item.table.sql(),
+                    metadata=metadata,
+                    to_snapshot=to_snapshot,
+                    view=view_name(node_id, f"keys{index}"),
+                    keys=tuple(config.recompute_keys),
+                )
+            )
+
     # -- Iceberg metadata -------------------------------------------------------------------
 
     def metadata_reader(self) -> MetadataReader:
@@ -294,12 +457,17 @@ class IcetimeAdapter(SparkAdapter):
 
     @available
     def valid_incremental_strategies(self) -> list[str]:
-        return ["append", "merge", "insert_overwrite", "microbatch", "delete+insert"]
+        return ["append", "merge", "insert_overwrite", "microbatch", "delete+insert", "cdf"]
 
     @available
     def icetime_quote_string(self, value: Any) -> str:
         """A Spark SQL string literal for any value (backslash and quote escaped)."""
         return sql_literal(str(value))
+
+    @available
+    def icetime_quote_identifier(self, name: Any) -> str:
+        """A backtick-quoted Spark SQL identifier for any name (backticks doubled)."""
+        return quote_identifier(str(name))
 
     @available
     def icetime_catalog(self) -> str | None:
@@ -343,6 +511,10 @@ def table_name(relation: BaseRelation) -> TableName:
 
 def _node_table(node: Any) -> TableName:
     return TableName(node.database, node.schema, node.alias)
+
+
+def _node_table_from(model: Mapping[str, Any]) -> TableName:
+    return TableName(model.get("database"), model["schema"], model.get("alias") or model["name"])
 
 
 def _project_root(config: Any) -> str:

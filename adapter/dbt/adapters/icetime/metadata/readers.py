@@ -110,7 +110,7 @@ class PyIcebergReader:
                 f"Could not look up {name} in the Iceberg catalog '{self.catalog_name}': {exc}"
             ) from exc
         if row is None or not row[0]:
-            raise errors.MetadataError(
+            raise errors.TableNotFoundError(
                 f"Iceberg table {name} does not exist in catalog '{self.catalog_name}'."
             )
         return str(row[0])
@@ -164,7 +164,7 @@ class SparkSqlReader:
         except Exception as exc:
             message = str(getattr(exc, "msg", exc))
             if "TABLE_OR_VIEW_NOT_FOUND" in message or "NoSuchTableException" in message:
-                raise errors.MetadataError(f"Iceberg table {name} does not exist.") from exc
+                raise errors.TableNotFoundError(f"Iceberg table {name} does not exist.") from exc
             raise errors.MetadataError(
                 f"Could not read the metadata of {name} through Spark SQL: {message}"
             ) from exc

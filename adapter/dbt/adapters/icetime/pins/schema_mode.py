@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dbt.adapters.icetime.metadata.model import TableMetadata
+from dbt.adapters.icetime.metadata.model import Schema, TableMetadata
 from dbt.adapters.icetime.sql import quote_identifier
 
 # Iceberg primitive type -> Spark SQL type name.
@@ -51,10 +51,15 @@ def current_schema_projection(metadata: TableMetadata, snapshot_id: int) -> str 
     today = metadata.current_schema
     if past.schema_id == today.schema_id:
         return None
+    return ", ".join(field_projection(past, today))
+
+
+def field_projection(source: Schema, wanted: Schema) -> list[str]:
+    """Select expressions reading ``wanted``'s columns from rows in ``source``'s schema."""
     columns = []
-    for field in today.fields:
+    for field in wanted.fields:
         name = quote_identifier(field.name)
-        before = past.field_by_id(field.field_id)
+        before = source.field_by_id(field.field_id)
         target = spark_type(field.type)
         if before is None:
             columns.append(f"cast(null as {target or 'string'}) as {name}")
@@ -62,4 +67,4 @@ def current_schema_projection(metadata: TableMetadata, snapshot_id: int) -> str 
             columns.append(f"{quote_identifier(before.name)} as {name}")
         else:
             columns.append(f"cast({quote_identifier(before.name)} as {target}) as {name}")
-    return ", ".join(columns)
+    return columns

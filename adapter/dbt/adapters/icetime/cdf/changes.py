@@ -1,0 +1,136 @@
+"""The SQL of a change feed, built from per-commit reads of an upstream.
+
+For a commit that is diffed, the reads are the rows before (at its parent) and after (at the
+commit) of the files it touched. A row present after but not before was inserted; before but not
+after, deleted. Rows a copy-on-write rewrite or a compaction carried over unchanged appear on both
+sides and cancel. Counting signs per distinct row (``sum(sign)``) is EXCEPT ALL on both sides in
+one aggregation, for all commits at once.
+
+Two shapes:
+- per commit (``cdf_mode: append``): every change of every commit, with its commit;
+- net (merge and recompute modes): only the net change of each row over the whole range, so each
+  key has at most its old image (delete) and its new image (insert), and no ordering column has
+  to pass through the model's SQL.
+
+With key columns (the upstream's identifier fields), a delete and an insert of the same key in
+the same commit (per commit) or range (net) become ``update_before`` and ``update_after``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dbt.adapters.icetime.cdf.plan import APPEND, Commit
+
+CHANGE_TYPE = "_change_type"
+COMMIT_SNAPSHOT_ID = "_commit_snapshot_id"
+COMMIT_TIMESTAMP = "_commit_timestamp"
+CHANGE_ORDINAL = "_change_ordinal"
+CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_SNAPSHOT_ID, COMMIT_TIMESTAMP, CHANGE_ORDINAL)
+
+UPSERTS = ("insert", "update_after")
+DELETES = ("delete", "update_before")
+
+_ORD = "_icetime_ord"
+_SIGN = "_icetime_sign"
+_N = "_icetime_n"
+_TYPE = "_icetime_type"
+
+
+@dataclass(frozen=True)
+class CommitReads:
+    """Relations (SQL text) giving the output columns before and after one commit."""
+
+    commit: Commit
+    before: str | None  # None for an append: nothing was there before
+    after: str
+
+
+def full_sql(
+    columns: Sequence[str], read: str, snapshot_id: int | None, timestamp_ms: int | None
+) -> str:
+    """Every row of ``read`` as an insert at ``snapshot_id``: a first run or a full refresh."""
+    return (
+        f"select {', '.join(columns)}, 'insert' as {CHANGE_TYPE}, "
+        f"cast({_int(snapshot_id)} as bigint) as {COMMIT_SNAPSHOT_ID}, "
+        f"{_timestamp(timestamp_ms)} as {COMMIT_TIMESTAMP}, 0 as {CHANGE_ORDINAL} from {read}"
+    )
+
+
+def empty_sql(columns: Sequence[str], read: str) -> str:
+    """No change rows, with the right columns; Spark answers it without reading a file."""
+    return (
+        f"select {', '.join(columns)}, cast(null as string) as {CHANGE_TYPE}, "
+        f"cast(null as bigint) as {COMMIT_SNAPSHOT_ID}, cast(null as timestamp) as "
+        f"{COMMIT_TIMESTAMP}, cast(null as int) as {CHANGE_ORDINAL} from {read} where false"
+    )
+
+
+def changes_sql(
+    columns: Sequence[str],
+    reads: Sequence[CommitReads],
+    *,
+    per_commit: bool,
+    keys: Sequence[str] = (),
+) -> str:
+    """The change rows of ``reads`` (which must not be empty)."""
+    cols = ", ".join(columns)
+    pieces = []
+    for r in reads:
+        o = r.commit.ordinal
+        if r.before is not None:
+            pieces.append(f"select {cols}, {o} as {_ORD}, -1 as {_SIGN} from {r.before}")
+        pieces.append(f"select {cols}, {o} as {_ORD}, 1 as {_SIGN} from {r.after}")
+    signed = "\n  union all\n  ".join(pieces)
+    if all(r.commit.kind == APPEND for r in reads):
+        # Appends only delete nothing: every row read is an insert, no aggregation needed.
+        counted = f"select {cols}, {_ORD}, {_SIGN} as {_N} from (\n  {signed}\n)"
+    elif per_commit:
+        counted = (
+            f"select {cols}, {_ORD}, sum({_SIGN}) as {_N} from (\n  {signed}\n) "
+            f"group by {cols}, {_ORD} having sum({_SIGN}) <> 0"
+        )
+    else:
+        counted = (
+            f"select {cols}, max({_ORD}) as {_ORD}, sum({_SIGN}) as {_N} from (\n  {signed}\n) "
+            f"group by {cols} having sum({_SIGN}) <> 0"
+        )
+    rows = (
+        f"select {cols}, {_ORD}, case when {_N} > 0 then 'insert' else 'delete' end as {_TYPE} "
+        f"from ({counted}) lateral view explode(sequence(1, cast(abs({_N}) as int))) "
+        f"_icetime_copies as _icetime_copy"
+    )
+    change_type = _paired_type(keys, per_commit)
+    commits = [r.commit for r in reads]
+    ids = ", ".join(f"cast({c.snapshot_id} as bigint)" for c in commits)
+    stamps = ", ".join(str(c.timestamp_ms) for c in commits)
+    return (
+        f"select {cols}, {change_type} as {CHANGE_TYPE}, "
+        f"element_at(array({ids}), {_ORD} + 1) as {COMMIT_SNAPSHOT_ID}, "
+        f"timestamp_millis(element_at(array({stamps}), {_ORD} + 1)) as {COMMIT_TIMESTAMP}, "
+        f"{_ORD} as {CHANGE_ORDINAL}\nfrom (\n{rows}\n)"
+    )
+
+
+def _paired_type(keys: Sequence[str], per_commit: bool) -> str:
+    if not keys:
+        return _TYPE
+    window = ", ".join(list(keys) + ([_ORD] if per_commit else []))
+
+    def seen(kind: str) -> str:
+        return f"max(case when {_TYPE} = '{kind}' then 1 else 0 end) over (partition by {window})"
+
+    return (
+        f"case when {_TYPE} = 'delete' and {seen('insert')} = 1 then 'update_before' "
+        f"when {_TYPE} = 'insert' and {seen('delete')} = 1 then 'update_after' "
+        f"else {_TYPE} end"
+    )
+
+
+def _int(value: int | None) -> str:
+    return "null" if value is None else str(int(value))
+
+
+def _timestamp(ms: int | None) -> str:
+    return "cast(null as timestamp)" if ms is None else f"timestamp_millis({int(ms)})"

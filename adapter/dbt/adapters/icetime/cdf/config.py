@@ -1,0 +1,72 @@
+"""A CDF model's configuration, checked once with messages that name the value and the choices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.cdf.runs import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
+
+CDF_MODES = (MERGE, APPEND_MODE)
+READ_PATHS = ("auto", "snapshots")
+
+
+@dataclass(frozen=True)
+class CdfConfig:
+    mode: str  # merge, append or recompute
+    unique_key: tuple[str, ...]
+    recompute_keys: tuple[str, ...]
+    on_history_gap: str
+    read_path: str
+
+
+def cdf_config(model: Mapping[str, Any], caller: str) -> CdfConfig:
+    node_id = model["unique_id"]
+    config = model.get("config") or {}
+    strategy = config.get("incremental_strategy")
+    if config.get("materialized") != "incremental" or strategy != "cdf":
+        raise errors.ConfigurationError(
+            errors.CDF_NOT_CONFIGURED.format(
+                model=node_id,
+                caller=caller,
+                materialized=config.get("materialized"),
+                strategy=strategy,
+            )
+        )
+    unique_key = _names(config.get("unique_key"), "unique_key", node_id)
+    recompute_keys = _names(config.get("cdf_recompute_keys"), "cdf_recompute_keys", node_id)
+    mode = config.get("cdf_mode") or MERGE
+    if mode not in CDF_MODES:
+        raise _bad(node_id, "cdf_mode", mode, ", ".join(CDF_MODES))
+    if recompute_keys:
+        if config.get("cdf_mode"):
+            raise _bad(node_id, "cdf_mode", mode, "unset when cdf_recompute_keys is set")
+        mode = RECOMPUTE
+    elif mode == MERGE and not unique_key:
+        raise errors.ConfigurationError(errors.CDF_MERGE_NEEDS_KEY.format(model=node_id))
+    gap = config.get("on_history_gap") or GAP_FAIL
+    if gap not in GAP_CHOICES:
+        raise _bad(node_id, "on_history_gap", gap, ", ".join(GAP_CHOICES))
+    read_path = config.get("cdf_read_path") or "auto"
+    if read_path not in READ_PATHS:
+        raise _bad(node_id, "cdf_read_path", read_path, ", ".join(READ_PATHS))
+    return CdfConfig(mode, unique_key, recompute_keys, gap, read_path)
+
+
+def _names(value: Any, key: str, node_id: str) -> tuple[str, ...]:
+    if value is None or value == []:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(
+        isinstance(i, str) and i.strip() for i in items
+    ):
+        raise _bad(node_id, key, value, "a column name or a list of column names")
+    return tuple(i.strip() for i in items)
+
+
+def _bad(node_id: str, key: str, value: Any, accepted: str) -> errors.ConfigurationError:
+    return errors.ConfigurationError(
+        errors.BAD_MODEL_CONFIG.format(model=node_id, key=key, value=value, accepted=accepted)
+    )

@@ -1,0 +1,164 @@
+"""Which commits of an upstream a CDF run reads, decided from metadata alone.
+
+The range runs from the watermark (exclusive) to the snapshot this run pins (inclusive), by
+walking parent pointers back from the pinned snapshot. Every snapshot on the way is kept and
+classified; none is skipped silently:
+
+- ``append`` commits add data files and no delete files: their rows are all inserts;
+- ``compaction`` commits (Iceberg's ``replace``) rewrite files without changing rows: no changes;
+- everything else (``overwrite``, ``delete``, appends carrying delete files, or a snapshot
+  without a summary) is diffed: rows before and after, over the files the commit touched.
+
+A range that cannot be walked is a history gap, never an empty range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbt.adapters.icetime.metadata.model import (
+    ADDED_DELETE_FILES,
+    REMOVED_DELETE_FILES,
+    Snapshot,
+    TableMetadata,
+)
+
+APPEND = "append"
+COMPACTION = "compaction"
+DIFF = "diff"
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """The upstream snapshot a target was last brought up to, and which table that was."""
+
+    table_uuid: str
+    snapshot_id: int
+
+
+@dataclass(frozen=True)
+class Commit:
+    ordinal: int  # position in the range, oldest first
+    snapshot_id: int
+    parent_id: int
+    timestamp_ms: int
+    operation: str
+    kind: str  # APPEND, COMPACTION or DIFF
+
+
+@dataclass(frozen=True)
+class ChangeRange:
+    """What to read: every row at ``to_snapshot`` (``full``), or the commits after the watermark."""
+
+    table: str
+    table_uuid: str
+    to_snapshot: int | None  # None: the table has no snapshot yet (empty)
+    to_timestamp_ms: int | None
+    from_snapshot: int | None  # None: a full read
+    commits: tuple[Commit, ...] = ()
+
+    @property
+    def full(self) -> bool:
+        return self.from_snapshot is None
+
+    @property
+    def has_changes(self) -> bool:
+        """Whether any row can differ: a full read, or a commit that is not a compaction."""
+        return self.full or any(c.kind != COMPACTION for c in self.commits)
+
+    @property
+    def moves(self) -> bool:
+        """Whether the watermark would move (the range has commits, maybe only compactions)."""
+        return self.full or bool(self.commits)
+
+
+@dataclass(frozen=True)
+class HistoryGap:
+    """The changes since the watermark cannot be known; the reason says why."""
+
+    table: str
+    watermark: Watermark
+    to_snapshot: int | None
+    reason: str
+
+
+def plan_range(
+    metadata: TableMetadata, watermark: Watermark | None, to_snapshot: int | None
+) -> ChangeRange | HistoryGap:
+    """The commits between ``watermark`` and ``to_snapshot``, or why there is a gap."""
+    if watermark is None:
+        return full_range(metadata, to_snapshot)
+    table = metadata.identifier
+    to_ts = _timestamp(metadata, to_snapshot)
+
+    def gap(reason: str) -> HistoryGap:
+        return HistoryGap(table, watermark, to_snapshot, reason)
+
+    if watermark.table_uuid != metadata.table_uuid:
+        return gap(
+            f"the table was dropped and re-created (table uuid {metadata.table_uuid}; the "
+            f"watermark was recorded on uuid {watermark.table_uuid})"
+        )
+    if to_snapshot is None:
+        return gap("the table has no snapshot any more")
+    chain: list[Snapshot] = []
+    current: int | None = to_snapshot
+    while current != watermark.snapshot_id:
+        if current is None:
+            return gap(_not_reached(metadata, watermark, to_snapshot))
+        snapshot = metadata.snapshot(current)
+        if snapshot is None:
+            return gap(_not_reached(metadata, watermark, to_snapshot))
+        chain.append(snapshot)
+        current = snapshot.parent_id
+    commits = tuple(
+        Commit(
+            ordinal=i,
+            snapshot_id=s.snapshot_id,
+            parent_id=s.parent_id if s.parent_id is not None else watermark.snapshot_id,
+            timestamp_ms=s.timestamp_ms,
+            operation=s.operation or "unknown",
+            kind=classify(s),
+        )
+        for i, s in enumerate(reversed(chain))
+    )
+    return ChangeRange(
+        table, metadata.table_uuid, to_snapshot, to_ts, watermark.snapshot_id, commits
+    )
+
+
+def full_range(metadata: TableMetadata, to_snapshot: int | None) -> ChangeRange:
+    """Every row at ``to_snapshot``: a first run, a full refresh, or an upstream new to the run."""
+    to_ts = _timestamp(metadata, to_snapshot)
+    return ChangeRange(metadata.identifier, metadata.table_uuid, to_snapshot, to_ts, None)
+
+
+def classify(snapshot: Snapshot) -> str:
+    operation = snapshot.operation
+    if operation == "replace":
+        return COMPACTION
+    delete_files = int(snapshot.summary.get(ADDED_DELETE_FILES, "0") or 0) + int(
+        snapshot.summary.get(REMOVED_DELETE_FILES, "0") or 0
+    )
+    if operation == "append" and delete_files == 0:
+        return APPEND
+    return DIFF
+
+
+def _not_reached(metadata: TableMetadata, watermark: Watermark, to_snapshot: int) -> str:
+    if metadata.snapshot(watermark.snapshot_id) is None:
+        return (
+            f"the watermark snapshot {watermark.snapshot_id} has expired from the table's "
+            f"history, so the changes since it are gone"
+        )
+    return (
+        f"the watermark snapshot {watermark.snapshot_id} is not an ancestor of snapshot "
+        f"{to_snapshot} (the table was restored or rolled back past it)"
+    )
+
+
+def _timestamp(metadata: TableMetadata, snapshot_id: int | None) -> int | None:
+    if snapshot_id is None:
+        return None
+    snapshot = metadata.snapshot(snapshot_id)
+    return snapshot.timestamp_ms if snapshot is not None else None

@@ -1,0 +1,67 @@
+"""The watermarks a CDF target keeps: one table property, written after each data commit.
+
+``icetime.cdf.state`` holds, as JSON, for every upstream the run read (by fully qualified name):
+the upstream's table uuid and the snapshot the target now reflects; and the target snapshot the
+data commit produced. The property is updated by a metadata-only commit after the data commit,
+so a run killed between the two leaves the old watermark next to newer data. The next run sees
+that the target's current snapshot is not the one recorded, and re-applies the changes since the
+old watermark idempotently (see ``docs/flow/cdf.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.cdf.plan import Watermark
+
+STATE_PROPERTY = "icetime.cdf.state"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CdfState:
+    upstreams: Mapping[str, Watermark] = field(default_factory=dict)
+    target_snapshot_id: int | None = None
+    mode: str | None = None
+
+    def dumps(self) -> str:
+        return json.dumps(
+            {
+                "version": STATE_VERSION,
+                "mode": self.mode,
+                "target_snapshot_id": self.target_snapshot_id,
+                "upstreams": {
+                    name: {"table_uuid": w.table_uuid, "snapshot_id": w.snapshot_id}
+                    for name, w in sorted(self.upstreams.items())
+                },
+            },
+            sort_keys=True,
+        )
+
+
+def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
+    """The state recorded on a target, None if there is none; a damaged one is an error."""
+    raw = properties.get(STATE_PROPERTY)
+    if raw is None:
+        return None
+    try:
+        document: dict[str, Any] = json.loads(raw)
+        if document.get("version") != STATE_VERSION:
+            raise ValueError(f"unknown version {document.get('version')!r}")
+        upstreams = {
+            str(name): Watermark(str(entry["table_uuid"]), int(entry["snapshot_id"]))
+            for name, entry in dict(document["upstreams"]).items()
+        }
+        target = document.get("target_snapshot_id")
+        return CdfState(
+            upstreams, int(target) if target is not None else None, document.get("mode")
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise errors.ConfigurationError(
+            f"The CDF state of {table} (table property '{STATE_PROPERTY}') cannot be read: "
+            f"{exc}. Rebuild the model with --full-refresh to start a new watermark."
+        ) from exc

@@ -1,0 +1,10 @@
+{% macro changes(relation) %}
+  {#- The change rows of an Iceberg upstream since this model's watermark, for models with
+      incremental_strategy='cdf'. Columns: the upstream's, then _change_type (insert, delete,
+      update_before, update_after), _commit_snapshot_id, _commit_timestamp, _change_ordinal.
+      On a first run or --full-refresh: every row at the pinned snapshot, as inserts. -#}
+  {%- if not execute -%}
+    {{ return(relation) }}
+  {%- endif -%}
+  {{ return(adapter.icetime_changes(relation, model, should_full_refresh())) }}
+{% endmacro %}

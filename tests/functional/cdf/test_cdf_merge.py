@@ -1,0 +1,109 @@
+"""CDF merge mode on real Iceberg upstreams: every snapshot kind, three delete layouts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from tests.functional.cdf.support import (
+    COW,
+    MOR,
+    MOR_V3,
+    SOURCES,
+    PackageProject,
+    assert_equal_sets,
+    compact,
+    install_package,
+    property_of,
+    snapshots,
+    sql,
+)
+
+LATEST = """
+{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='order_id') }}
+select order_id, status, amount * 2 as amount2, _change_type
+from {{ icetime.changes(source('raw', 'orders')) }}
+where status != 'void'
+"""
+REBUILD = "select order_id, status, amount * 2 as amount2 from {s}.orders where status != 'void'"
+
+
+class CdfMergeBase(PackageProject):
+    layout = COW
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES, "latest.sql": LATEST}
+
+    @pytest.fixture(scope="class")
+    def orders(self, project: Any) -> None:
+        install_package(project)
+        sql(
+            project,
+            "create table {s}.orders (order_id bigint, status string, amount int) "
+            f"using iceberg {self.layout}",
+        )
+        sql(project, "insert into {s}.orders select id, 'open', cast(id as int) from range(0, 50)")
+
+    def run_and_check(self, project: Any) -> str:
+        _, output = run_dbt_and_capture(["run", "--select", "latest"])
+        assert_equal_sets(project, "select * from {s}.latest", REBUILD)
+        return output
+
+    def test_every_kind_of_commit(self, project: Any, orders: None) -> None:
+        self.run_and_check(project)  # first run: every row as an insert
+        sql(project, "insert into {s}.orders values (100, 'open', 1), (101, 'open', 2)")
+        self.run_and_check(project)
+        sql(
+            project,
+            "update {s}.orders set status = 'shipped', amount = amount + 1 where order_id % 7 = 0",
+        )
+        self.run_and_check(project)
+        sql(project, "delete from {s}.orders where order_id between 10 and 14")
+        self.run_and_check(project)
+        sql(project, "update {s}.orders set status = 'void' where order_id = 21")
+        self.run_and_check(project)  # updated out of the model's filter: the row goes
+        sql(
+            project,
+            "merge into {s}.orders t using (select 3 as order_id, 'done' as status, 9 as amount "
+            "union all select 200, 'open', 5) s on t.order_id = s.order_id "
+            "when matched then update set * when not matched then insert *",
+        )
+        self.run_and_check(project)
+        sql(project, "insert overwrite {s}.orders select * from {s}.orders where order_id < 40")
+        self.run_and_check(project)
+        # Several commits in one range, a row changed twice in it.
+        sql(project, "update {s}.orders set amount = 1000 where order_id = 30")
+        sql(project, "update {s}.orders set amount = 2000 where order_id = 30")
+        sql(project, "delete from {s}.orders where order_id = 31")
+        self.run_and_check(project)
+        upstream = snapshots(project, "orders")[-1]
+        state = json.loads(property_of(project, "latest", "icetime.cdf.state") or "{}")
+        recorded = state["upstreams"][f"icetime.{project.test_schema}.orders"]
+        assert recorded["snapshot_id"] == upstream
+        assert state["target_snapshot_id"] == snapshots(project, "latest")[-1]
+
+    def test_compaction_and_idle_runs_commit_nothing(self, project: Any, orders: None) -> None:
+        run_dbt(["run", "--select", "latest"])
+        before = snapshots(project, "latest")
+        compact(project, "orders")
+        output = self.run_and_check(project)
+        assert "no changes in" in output
+        output = self.run_and_check(project)
+        assert f"since snapshot {snapshots(project, 'orders')[-1]}" in output
+        assert snapshots(project, "latest") == before
+
+
+class TestCdfMergeCopyOnWrite(CdfMergeBase):
+    layout = COW
+
+
+class TestCdfMergeMergeOnRead(CdfMergeBase):
+    layout = MOR
+
+
+class TestCdfMergeDeletionVectors(CdfMergeBase):
+    layout = MOR_V3

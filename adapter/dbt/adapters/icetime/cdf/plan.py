@@ -101,6 +101,9 @@ def plan_range(
         )
     if to_snapshot is None:
         return gap("the table has no snapshot any more")
+    if metadata.snapshot(watermark.snapshot_id) is None:
+        # Even when its child still names it as parent, a diff needs the watermark's files.
+        return gap(_not_reached(metadata, watermark, to_snapshot))
     chain: list[Snapshot] = []
     current: int | None = to_snapshot
     while current != watermark.snapshot_id:

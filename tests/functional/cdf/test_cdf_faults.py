@@ -1,0 +1,111 @@
+"""Exactly-once: a CDF run killed at any point, then re-run, leaves the full rebuild's rows.
+
+Each fault run is a separate `dbt` process killed with os._exit (ICETIME_FAULT) before the
+write, while Spark executes it, or after the data commit but before the watermark moves. The
+upstream changes just before (in this test's own session on the same catalog), so every killed
+run had real changes to apply.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dbt.adapters.icetime.cdf.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.embedded import spark_session
+from tests.functional.cdf.support import MOR, ROOT
+from tests.helpers import profile_target, run_dbt_process, write_project
+
+SCHEMA = "cdf_faults"
+MODELS = {
+    "sources.yml": (
+        f"version: 2\nsources:\n  - name: raw\n    schema: {SCHEMA}\n"
+        "    tables:\n      - name: orders\n"
+    ),
+    "latest.sql": (
+        "{{ config(materialized='incremental', incremental_strategy='cdf', "
+        "unique_key='order_id') }}\n"
+        "select order_id, status, amount, _change_type "
+        "from {{ icetime.changes(source('raw', 'orders')) }}"
+    ),
+    "log.sql": (
+        "{{ config(materialized='incremental', incremental_strategy='cdf', "
+        "cdf_mode='append') }}\n"
+        "select order_id, status, amount, _change_type, _commit_snapshot_id "
+        "from {{ icetime.changes(source('raw', 'orders')) }}"
+    ),
+}
+FAULTS = [
+    (BEFORE_WRITE, "latest"),
+    (DURING_WRITE, "latest"),
+    (AFTER_DATA_COMMIT, "latest"),
+    (BEFORE_WRITE, "log"),
+    (DURING_WRITE, "log"),
+    (AFTER_DATA_COMMIT, "log"),
+]
+
+
+@pytest.fixture(scope="module")
+def spark(icetime_home: Path) -> Any:
+    creds = IcetimeCredentials.from_dict(
+        {"method": "session", "schema": SCHEMA, "icetime_dir": str(icetime_home)}
+    )
+    return spark_session(creds)
+
+
+def rows(spark: Any, query: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in spark.sql(query.replace("{s}", f"icetime.{SCHEMA}")).collect())
+
+
+def test_killed_runs_then_rerun_equal_full_rebuild(
+    tmp_path: Path, icetime_home: Path, spark: Any
+) -> None:
+    project = write_project(tmp_path, profile_target(icetime_home, schema=SCHEMA), MODELS)
+    (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+    (project / "dbt_packages").mkdir()
+    (project / "dbt_packages" / "icetime").symlink_to(ROOT, target_is_directory=True)
+
+    spark.sql(f"create namespace if not exists icetime.{SCHEMA}")
+    for table in ("orders", "latest", "log"):
+        spark.sql(f"drop table if exists icetime.{SCHEMA}.{table} purge")
+    spark.sql(
+        f"create table icetime.{SCHEMA}.orders (order_id bigint, status string, amount int) "
+        f"using iceberg {MOR}"
+    )
+    spark.sql(f"insert into icetime.{SCHEMA}.orders select id, 'open', 1 from range(0, 30)")
+    first = run_dbt_process(project, "run")
+    assert first.returncode == 0, first.output
+
+    for step, (point, model) in enumerate(FAULTS, start=1):
+        orders = f"icetime.{SCHEMA}.orders"
+        spark.sql(f"update {orders} set amount = amount + 1 where order_id % 3 = {step % 3}")
+        spark.sql(f"insert into {orders} values ({100 + step}, 'open', 1)")
+        spark.sql(f"delete from {orders} where order_id = {step + 10}")
+        killed = run_dbt_process(
+            project,
+            "run",
+            "--select",
+            model,
+            env={"ICETIME_FAULT": point, "ICETIME_FAULT_DELAY_MS": "150"},
+        )
+        assert killed.returncode == 137, f"{point}/{model}: not killed\n{killed.output}"
+        again = run_dbt_process(project, "run")
+        assert again.returncode == 0, again.output
+        if point == AFTER_DATA_COMMIT:
+            assert "re-applying the changes since that watermark" in again.output
+        where = f"after a kill {point} in {model}"
+        assert rows(spark, "select order_id, status, amount from {s}.latest") == rows(
+            spark, "select * from {s}.orders"
+        ), where
+        net = (
+            "select order_id, status, amount, sum(case when _change_type in "
+            "('insert', 'update_after') then 1 else -1 end) as n from {s}.log group by 1, 2, 3"
+        )
+        assert rows(spark, f"select order_id, status, amount from ({net}) where n = 1") == rows(
+            spark, "select * from {s}.orders"
+        ), where
+        assert rows(spark, f"select count(*) from ({net}) where n not in (0, 1)") == [(0,)], where

@@ -31,6 +31,12 @@ step "Anomaly replay: rebuild the registry as operators saw it just before batch
 step "What the replay read, recorded for reproduction" "cat target/icetime_pins.json"
 step "Then and now, side by side" \
   "dbt show --inline \"select 'as seen before batch 3' as registry, count(*) as objects, count_if(is_active) as active from {{ target.database }}.analytics_replay.registry union all select 'now', count(*), count_if(is_active) from {{ ref('registry') }}\""
+step "Change feed: every change to raw objects since batch 1, by kind (decays are update pairs)" \
+  "dbt show --inline \"select _change_type, count(*) as changes, count(distinct _commit_snapshot_id) as commits from {{ ref('object_changes') }} group by 1 order by 1\""
+step "CDF models again with nothing new upstream: no data read, no commit" \
+  "dbt run --select active_objects orbit_counts object_changes"
+step "Active objects (CDF merge) and per-orbit counts (CDF recompute), equal to a rebuild" \
+  "dbt test --select cdf_models_match_rebuild && dbt show --select orbit_counts"
 step "Objects per orbit class" "dbt show --select orbit_summary"
 step "Closest approaches at the latest observation" \
   "dbt show --inline \"select * from {{ ref('conjunction_alerts') }} order by miss_distance_km\" --limit 5"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.icetime.cdf.plan import APPEND, Commit
+from dbt.adapters.icetime.cdf.plan import Commit
 
 CHANGE_TYPE = "_change_type"
 COMMIT_SNAPSHOT_ID = "_commit_snapshot_id"
@@ -83,8 +83,8 @@ def changes_sql(
             pieces.append(f"select {cols}, {o} as {_ORD}, -1 as {_SIGN} from {r.before}")
         pieces.append(f"select {cols}, {o} as {_ORD}, 1 as {_SIGN} from {r.after}")
     signed = "\n  union all\n  ".join(pieces)
-    if all(r.commit.kind == APPEND for r in reads):
-        # Appends only delete nothing: every row read is an insert, no aggregation needed.
+    if all(r.before is None for r in reads):
+        # Nothing read before any commit (appends): every row is an insert, no aggregation.
         counted = f"select {cols}, {_ORD}, {_SIGN} as {_N} from (\n  {signed}\n)"
     elif per_commit:
         counted = (

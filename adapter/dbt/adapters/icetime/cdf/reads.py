@@ -28,6 +28,8 @@ from dbt.adapters.icetime.sql import quote_identifier
 class Reads(Protocol):
     def commit_reads(self, change_range: ChangeRange) -> list[CommitReads]: ...
 
+    def describe(self) -> str: ...
+
     def close(self) -> None: ...
 
 
@@ -62,6 +64,9 @@ class SnapshotReads:
             if commit.kind != COMPACTION
         ]
 
+    def describe(self) -> str:
+        return "whole snapshots by time travel"
+
     def close(self) -> None:
         pass
 
@@ -93,6 +98,7 @@ class FileReads:
         self._staged: list[str] = []
         self._plans: dict[int, dict[str, Task]] = {}
         self.files_read = 0
+        self.bytes_read = 0
 
     def commit_reads(self, change_range: ChangeRange) -> list[CommitReads]:
         reads = []
@@ -112,7 +118,9 @@ class FileReads:
                 continue
             before_tasks = [before[p][0] for p in touched if p in before]
             after_tasks = [after[p][0] for p in touched if p in after]
-            self.files_read += len(before_tasks) + len(after_tasks)
+            for task in before_tasks + after_tasks:
+                self.files_read += 1
+                self.bytes_read += int(task.file().fileSizeInBytes())
             reads.append(
                 CommitReads(
                     commit,
@@ -130,7 +138,8 @@ class FileReads:
                 iterator = iterable.iterator()
                 while iterator.hasNext():
                     task = iterator.next()
-                    deletes = frozenset(d.location() for d in task.deletes())
+                    listed = task.deletes()
+                    deletes = frozenset(d.location() for d in listed) if listed.size() else _NONE
                     tasks[task.file().location()] = (task, deletes)
             finally:
                 iterable.close()
@@ -163,11 +172,20 @@ class FileReads:
     def _view(self, frame: Any) -> str:
         return quote_identifier(self.register(frame.selectExpr(*self.projection)))
 
+    def describe(self) -> str:
+        return (
+            f"{self.files_read} data files ({self.bytes_read:,} bytes) touched by diffed "
+            "commits, plus the files of appends"
+        )
+
     def close(self) -> None:
         for set_id in self._staged:
             self._staging.removeTasks(self._table, set_id)
         self._staged.clear()
         self._plans.clear()
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _deletes(task: Task | None) -> frozenset[str] | None:

@@ -147,7 +147,12 @@ class CdfRun:
         if change_range.full:
             sql = full_sql(columns, at_pin, change_range.to_snapshot, change_range.to_timestamp_ms)
         else:
-            reads = self._reads_for(upstream).commit_reads(change_range)
+            reader = self._reads_for(upstream)
+            reads = reader.commit_reads(change_range)
+            logger.info(
+                f"icetime: changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
+                f"{len(change_range.commits)} commit(s); reading {reader.describe()}"
+            )
             if reads:
                 per_commit = self.mode == APPEND_MODE
                 sql = changes_sql(columns, reads, per_commit=per_commit, keys=pairing)

@@ -130,7 +130,7 @@
       from {{ changes }}
     ) where _icetime_rank = 1
   ) as DBT_INTERNAL_SOURCE
-  on {% for key in keys %}DBT_INTERNAL_SOURCE.{{ key }} <=> DBT_INTERNAL_DEST.{{ key }}{{ ' and ' if not loop.last }}{% endfor %}
+  on {% for key in keys %}DBT_INTERNAL_SOURCE.{{ key }} = DBT_INTERNAL_DEST.{{ key }}{{ ' and ' if not loop.last }}{% endfor %}
   when matched and DBT_INTERNAL_SOURCE._change_type in ('delete', 'update_before') then delete
   when matched then update set
     {%- for column in columns %}

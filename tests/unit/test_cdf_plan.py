@@ -1,0 +1,126 @@
+"""CDF range planning, state and change SQL: pure logic on hand-made metadata."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.cdf.changes import CommitReads, changes_sql, full_sql
+from dbt.adapters.icetime.cdf.plan import (
+    APPEND,
+    COMPACTION,
+    DIFF,
+    ChangeRange,
+    HistoryGap,
+    Watermark,
+    plan_range,
+)
+from dbt.adapters.icetime.cdf.state import CdfState, load_state
+from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
+
+UUID = "7c0d0c6e-0000-4000-8000-000000000001"
+
+
+def snap(sid: int, parent: int | None, op: str, **summary: str) -> Snapshot:
+    return Snapshot(sid, parent, sid, 1_000 * sid, f"s{sid}.avro", 0, {"operation": op, **summary})
+
+
+def table(*snapshots: Snapshot, current: int | None = None) -> TableMetadata:
+    schema = Schema(0, (SchemaField(1, "id", "long", True),))
+    return TableMetadata(
+        identifier="icetime.raw.orders",
+        metadata_location="m.json",
+        location="/w",
+        format_version=2,
+        table_uuid=UUID,
+        last_updated_ms=0,
+        current_snapshot_id=current if current is not None else snapshots[-1].snapshot_id,
+        current_schema_id=0,
+        schemas=(schema,),
+        snapshots=snapshots,
+        snapshot_log=(),
+        refs={},
+        properties={},
+    )
+
+
+HISTORY = (
+    snap(1, None, "append"),
+    snap(2, 1, "append"),
+    snap(3, 2, "overwrite", **{"added-delete-files": "1"}),
+    snap(4, 3, "replace"),
+    snap(5, 4, "append", **{"added-delete-files": "2"}),
+    snap(6, 5, "delete"),
+)
+
+
+def test_range_keeps_every_commit_in_order_and_classifies_it() -> None:
+    planned = plan_range(table(*HISTORY), Watermark(UUID, 1), 6)
+    assert isinstance(planned, ChangeRange)
+    assert [c.snapshot_id for c in planned.commits] == [2, 3, 4, 5, 6]
+    assert [c.kind for c in planned.commits] == [APPEND, DIFF, COMPACTION, DIFF, DIFF]
+    assert [c.ordinal for c in planned.commits] == [0, 1, 2, 3, 4]
+    assert planned.commits[0].parent_id == 1
+    assert planned.has_changes and planned.moves
+
+
+def test_compaction_only_range_moves_without_changes() -> None:
+    planned = plan_range(table(*HISTORY[:4]), Watermark(UUID, 3), 4)
+    assert isinstance(planned, ChangeRange)
+    assert not planned.has_changes and planned.moves
+    idle = plan_range(table(*HISTORY[:4]), Watermark(UUID, 4), 4)
+    assert isinstance(idle, ChangeRange) and not idle.moves
+
+
+def test_first_run_reads_everything() -> None:
+    planned = plan_range(table(*HISTORY), None, 6)
+    assert isinstance(planned, ChangeRange) and planned.full and planned.to_snapshot == 6
+
+
+@pytest.mark.parametrize(
+    ("metadata", "watermark", "reason"),
+    [
+        (table(*HISTORY[2:]), Watermark(UUID, 1), "has expired"),
+        # rolled back to 2: the watermark 3 exists but is not an ancestor of 2
+        (table(*HISTORY[:3], current=2), Watermark(UUID, 3), "is not an ancestor"),
+        (table(*HISTORY), Watermark("another-uuid", 3), "dropped and re-created"),
+    ],
+)
+def test_gaps(metadata: TableMetadata, watermark: Watermark, reason: str) -> None:
+    planned = plan_range(metadata, watermark, metadata.current_snapshot_id)
+    assert isinstance(planned, HistoryGap)
+    assert reason in planned.reason
+
+
+def test_state_round_trip_and_damage() -> None:
+    state = CdfState({"icetime.raw.orders": Watermark(UUID, 6)}, 99, "merge")
+    loaded = load_state({"icetime.cdf.state": state.dumps()}, "t")
+    assert loaded == state
+    assert load_state({}, "t") is None
+    with pytest.raises(errors.ConfigurationError, match="--full-refresh"):
+        load_state({"icetime.cdf.state": json.dumps({"version": 9})}, "t")
+
+
+def test_change_sql_counts_signs_and_pairs_updates() -> None:
+    planned = plan_range(table(*HISTORY), Watermark(UUID, 2), 3)
+    assert isinstance(planned, ChangeRange)
+    reads = [CommitReads(planned.commits[0], "before_view", "after_view")]
+    net = changes_sql(["`id`"], reads, per_commit=False, keys=["`id`"])
+    assert "sum(_icetime_sign)" in net and "group by `id` having" in net
+    assert "'update_before'" in net and "partition by `id`)" in net
+    per_commit = changes_sql(["`id`"], reads, per_commit=True, keys=["`id`"])
+    assert "group by `id`, _icetime_ord" in per_commit
+    assert "partition by `id`, _icetime_ord" in per_commit
+    appends = [CommitReads(planned.commits[0], None, "appended")]
+    assert "sum(" not in changes_sql(["`id`"], appends, per_commit=False)
+    # A whole-snapshot read of an append still diffs: it has a before side.
+    assert "sum(" in changes_sql(
+        ["`id`"], [CommitReads(planned.commits[0], "b", "a")], per_commit=False
+    )
+
+
+def test_full_sql_tags_every_row_as_insert() -> None:
+    sql = full_sql(["`id`"], "t VERSION AS OF 6", 6, 6000)
+    assert "'insert' as _change_type" in sql and "timestamp_millis(6000)" in sql

@@ -90,14 +90,14 @@ class TestListingFailsClosed:
     def models(self) -> dict[str, str]:
         return {"events.sql": INCREMENTAL}
 
-    def test_locked_catalog_stops_the_run_and_changes_nothing(
+    def test_failing_catalog_stops_the_run_and_changes_nothing(
         self, project: Any, icetime_home: Path
     ) -> None:
         run_dbt(["run"])
         before = current_snapshot(project, "events")
         with (
-            locked(icetime_home / "catalog.db"),
-            pytest.raises(DbtRuntimeError, match="is locked by another process"),
+            catalog_broken(icetime_home / "catalog.db"),
+            pytest.raises(DbtRuntimeError, match="no such table: iceberg_tables"),
         ):
             run_dbt(["run", "--full-refresh"])
         assert current_snapshot(project, "events") == before
@@ -114,7 +114,7 @@ class TestListingFailsClosed:
         schema = adapter.Relation.create(database="icetime", schema=project.test_schema)
         with (
             adapter.connection_named("list"),
-            locked(icetime_home / "catalog.db"),
+            catalog_broken(icetime_home / "catalog.db"),
             pytest.raises(CatalogError, match="could not list the relations in") as raised,
         ):
             adapter.list_relations_without_caching(schema)
@@ -122,12 +122,16 @@ class TestListingFailsClosed:
 
 
 @contextmanager
-def locked(catalog: Path) -> Iterator[None]:
-    """Hold SQLite's exclusive lock on the catalog, as another writer would."""
+def catalog_broken(catalog: Path) -> Iterator[None]:
+    """Make every catalog query fail for real: its table of tables is renamed away meanwhile.
+
+    (The catalog runs in WAL mode, where another process's write lock no longer blocks reads,
+    so a lock cannot make a listing fail.)
+    """
     holder = sqlite3.connect(catalog, isolation_level=None, timeout=30)
     try:
-        holder.execute("begin exclusive")
+        holder.execute("alter table iceberg_tables rename to iceberg_tables_away")
         yield
     finally:
-        holder.execute("rollback")
+        holder.execute("alter table iceberg_tables_away rename to iceberg_tables")
         holder.close()

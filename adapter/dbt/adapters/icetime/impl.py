@@ -7,6 +7,8 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
 from multiprocessing.context import SpawnContext
 from pathlib import Path
 from typing import Any
@@ -329,6 +331,20 @@ class IcetimeAdapter(SparkAdapter):
                 "run?): re-applying the changes since that watermark."
             )
         return described
+
+    @available
+    def icetime_key_bounds(self, relation: BaseRelation, key: str) -> list[str] | None:
+        """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None.
+
+        A MERGE that also bounds the target's key by these literals lets Iceberg skip every
+        target file whose key range misses the changes (a subquery would not be pushed down).
+        """
+        column = quote_identifier(key)
+        rows = self._fetch_rows(f"select min({column}), max({column}) from {relation}")
+        low, high = rows[0] if rows else (None, None)
+        if low is None or high is None or not isinstance(low, int | float | str | Decimal | date):
+            return None
+        return [sql_literal(low), sql_literal(high)]
 
     @available
     def icetime_cdf_fault(self, point: str) -> str:

@@ -50,6 +50,8 @@
     {%- if run.moves %}{% do committed.append(true) %}{% endif -%}
   {%- else -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, tmp_relation, compiled_code) }}{% endcall %}
+    {#- The change rows are read once: the key bounds and the write reuse them. -#}
+    {% call statement('icetime_cdf_cache') %}cache table {{ tmp_relation }}{% endcall %}
     {%- set columns = icetime_cdf_payload_columns(tmp_relation, run.mode) -%}
     {% call statement('create_payload_relation') -%}
       create or replace temporary view {{ payload_relation }} as
@@ -63,10 +65,15 @@
         delete from {{ this }} where _commit_snapshot_id in ({{ run.range_snapshot_ids | join(', ') }})
       {%- endcall %}
     {%- endif -%}
+    {%- set bounds = none -%}
+    {%- if run.mode == 'merge' -%}
+      {%- set first_key = icetime_cdf_unquoted_keys(config.get('unique_key'))[0] -%}
+      {%- set bounds = adapter.icetime_key_bounds(tmp_relation, first_key) -%}
+    {%- endif -%}
     {% do adapter.icetime_cdf_fault('during_write') %}
     {%- call statement('main') -%}
       {%- if run.mode == 'merge' -%}
-        {{ icetime_cdf_merge_sql(this, tmp_relation, payload_relation, config.get('unique_key')) }}
+        {{ icetime_cdf_merge_sql(this, tmp_relation, payload_relation, config.get('unique_key'), bounds) }}
       {%- elif run.mode == 'append' -%}
         {{ get_insert_into_sql(payload_relation, this) }}
       {%- else -%}
@@ -74,6 +81,7 @@
       {%- endif -%}
     {%- endcall -%}
     {% do committed.append(true) %}
+    {% call statement('icetime_cdf_uncache') %}uncache table if exists {{ tmp_relation }}{% endcall %}
   {%- endif -%}
 
   {% do adapter.icetime_cdf_finish(model, committed | length > 0) %}
@@ -111,7 +119,7 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_merge_sql(target, changes, payload, unique_key) %}
+{% macro icetime_cdf_merge_sql(target, changes, payload, unique_key, bounds=none) %}
   {#- The net effect per key, in one MERGE: the last change row that survived the model's
       filters decides (commit order when the model passes _commit_timestamp/_change_ordinal
       through; within a commit, and in the net feed, an upsert outranks a delete). -#}
@@ -131,6 +139,10 @@
     ) where _icetime_rank = 1
   ) as DBT_INTERNAL_SOURCE
   on {% for key in keys %}DBT_INTERNAL_SOURCE.{{ key }} = DBT_INTERNAL_DEST.{{ key }}{{ ' and ' if not loop.last }}{% endfor %}
+  {%- if bounds %}
+    {#- Literal bounds of the changed keys: Iceberg skips target files outside them. -#}
+    and DBT_INTERNAL_DEST.{{ keys[0] }} between {{ bounds[0] }} and {{ bounds[1] }}
+  {%- endif %}
   when matched and DBT_INTERNAL_SOURCE._change_type in ('delete', 'update_before') then delete
   when matched then update set
     {%- for column in columns %}
@@ -171,6 +183,11 @@
   when not matched and DBT_INTERNAL_SOURCE._icetime_present then
     insert ({{ columns | map(attribute='quoted') | join(', ') }})
     values ({% for column in columns %}DBT_INTERNAL_SOURCE.{{ column.quoted }}{{ ', ' if not loop.last }}{% endfor %})
+{% endmacro %}
+
+
+{% macro icetime_cdf_unquoted_keys(names) %}
+  {{ return(([names] if names is string else names) | map('trim') | list) }}
 {% endmacro %}
 
 

@@ -140,7 +140,7 @@
   ) as DBT_INTERNAL_SOURCE
   on {% for key in keys %}DBT_INTERNAL_SOURCE.{{ key }} = DBT_INTERNAL_DEST.{{ key }}{{ ' and ' if not loop.last }}{% endfor %}
   {%- if bounds %}
-    {#- Literal bounds of the changed keys: Iceberg skips target files outside them. -#}
+  {#- Literal bounds of the changed keys: Iceberg skips target files outside them. #}
     and DBT_INTERNAL_DEST.{{ keys[0] }} between {{ bounds[0] }} and {{ bounds[1] }}
   {%- endif %}
   when matched and DBT_INTERNAL_SOURCE._change_type in ('delete', 'update_before') then delete

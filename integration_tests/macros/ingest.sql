@@ -65,9 +65,10 @@
 {% macro create_raw_tables_sql(raw) %}
   {% do return([
     "create table if not exists " ~ raw ~ ".objects (
-       object_id bigint, object_name string, object_type string, operator string,
+       object_id bigint not null, object_name string, object_type string, operator string,
        orbit_class string, launched_on date, status string, updated_at timestamp)
      using iceberg tblproperties ('format-version' = '2')",
+    "alter table " ~ raw ~ ".objects set identifier fields object_id",
     "create table if not exists " ~ raw ~ ".observations (
        observation_id bigint, object_id bigint, observed_at timestamp, altitude_km double,
        inclination_deg double, sensor string)

@@ -107,3 +107,45 @@ class TestCdfMergeMergeOnRead(CdfMergeBase):
 
 class TestCdfMergeDeletionVectors(CdfMergeBase):
     layout = MOR_V3
+
+
+TWO_UPSTREAMS = """
+{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}
+select order_id as id, status, _change_type from {{ icetime.changes(source('raw', 'orders')) }}
+union all
+select id + 1000 as id, name as status, _change_type
+from {{ icetime.changes(source('raw', 'customers')) }}
+"""
+TWO_REBUILD = (
+    "select order_id as id, status from {s}.orders "
+    "union all select id + 1000, name from {s}.customers"
+)
+
+
+class TestTwoUpstreams(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES, "both.sql": TWO_UPSTREAMS}
+
+    def test_each_upstream_has_its_watermark(self, project: Any) -> None:
+        install_package(project)
+        sql(
+            project,
+            f"create table {{s}}.orders (order_id bigint, status string) using iceberg {MOR}",
+        )
+        sql(project, "create table {s}.customers (id bigint, name string) using iceberg")
+        sql(project, "insert into {s}.orders values (1, 'open'), (2, 'open')")
+        sql(project, "insert into {s}.customers values (1, 'ada'), (2, 'grace')")
+        run_dbt(["run"])
+        assert_equal_sets(project, "select * from {s}.both", TWO_REBUILD)
+        sql(project, "update {s}.orders set status = 'paid' where order_id = 2")
+        run_dbt(["run"])  # only orders changed
+        assert_equal_sets(project, "select * from {s}.both", TWO_REBUILD)
+        sql(project, "delete from {s}.customers where id = 1")
+        sql(project, "insert into {s}.orders values (3, 'open')")
+        run_dbt(["run"])
+        assert_equal_sets(project, "select * from {s}.both", TWO_REBUILD)
+        state = json.loads(property_of(project, "both", "icetime.cdf.state") or "{}")
+        for table in ("orders", "customers"):
+            name = f"icetime.{project.test_schema}.{table}"
+            assert state["upstreams"][name]["snapshot_id"] == snapshots(project, table)[-1]

@@ -1,9 +1,10 @@
 """Property: after any sequence of upstream commits, every CDF model equals its full rebuild.
 
-Random inserts, updates, deletes, MERGEs, overwrites and compactions on a copy-on-write and a
-merge-on-read upstream; after each step one `dbt run` of four CDF models (merge through file
-diffs, merge through whole-snapshot reads, a change log, an aggregate recomputing changed keys),
-each compared with the same SQL over the upstream with EXCEPT ALL both ways.
+Random inserts, updates, deletes, MERGEs, overwrites and compactions on copy-on-write,
+merge-on-read and deletion-vector (format v3) upstreams; after each step one `dbt run` of four
+CDF models (merge through file diffs, merge through whole-snapshot reads, a change log, an
+aggregate recomputing changed keys), each compared with the same SQL over the upstream with
+EXCEPT ALL both ways.
 
 CI runs ICETIME_PROPERTY_STEPS (default 8) steps per layout with a fixed seed; the long run:
   ICETIME_PROPERTY_STEPS=200 ICETIME_PROPERTY_SEED=<n> \
@@ -23,6 +24,7 @@ from dbt.tests.util import run_dbt
 from tests.functional.cdf.support import (
     COW,
     MOR,
+    MOR_V3,
     SOURCES,
     PackageProject,
     assert_equal_sets,
@@ -175,3 +177,7 @@ class TestPropertyCopyOnWrite(PropertyBase):
 
 class TestPropertyMergeOnRead(PropertyBase):
     layout = MOR
+
+
+class TestPropertyDeletionVectors(PropertyBase):
+    layout = MOR_V3

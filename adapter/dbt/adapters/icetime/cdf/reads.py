@@ -90,6 +90,8 @@ class FileReads:
         self.out = out
         self.register = register  # DataFrame -> name of a temporary view over it
         self.projection = field_projection(metadata.current_schema, out)
+        # The table's columns as the staged reads name them (today's names), quoted.
+        self.columns = [quote_identifier(f.name) for f in metadata.current_schema.fields]
         jvm = spark._jvm
         self._table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
             spark._jsparkSession, table_sql
@@ -116,19 +118,50 @@ class FileReads:
             )
             if not touched:
                 continue
-            before_tasks = [before[p][0] for p in touched if p in before]
-            after_tasks = [after[p][0] for p in touched if p in after]
-            for task in before_tasks + after_tasks:
+            for task in [before[p][0] for p in touched if p in before] + [
+                after[p][0] for p in touched if p in after
+            ]:
                 self.files_read += 1
                 self.bytes_read += int(task.file().fileSizeInBytes())
-            reads.append(
-                CommitReads(
-                    commit,
-                    self._view(self._staged_read(before_tasks)),
-                    self._view(self._staged_read(after_tasks)),
-                )
-            )
+            old_frame, new_frame = self._sides(touched, before, after)
+            reads.append(CommitReads(commit, self._view(old_frame), self._view(new_frame)))
         return reads
+
+    def _sides(
+        self, touched: list[str], before: dict[str, Task], after: dict[str, Task]
+    ) -> tuple[Any, Any]:
+        """The rows of the touched files before and after, with unchanged rows left out.
+
+        A file present on both sides only gained (or lost) deleted rows: its rows keep their
+        position, so the rows that differ are found by position (an anti-join on `_file`,
+        `_pos`), not by comparing every column of every row. Files on one side only (added,
+        removed, rewritten) go whole to the content diff, where copy-on-write carry-over cancels.
+        """
+        from pyspark.errors import AnalysisException
+
+        kept = [p for p in touched if p in before and p in after]
+        gone = self._staged_read([before[p][0] for p in touched if p not in after])
+        new = self._staged_read([after[p][0] for p in touched if p not in before])
+        gone, new = gone.select(*self.columns), new.select(*self.columns)
+        if not kept:
+            return gone, new
+        old_rows = self._staged_read([before[p][0] for p in kept])
+        new_rows = self._staged_read([after[p][0] for p in kept])
+        position = ["_file", "_pos"]
+        try:
+            old_at = old_rows.select(*self.columns, *position)
+            new_at = new_rows.select(*self.columns, *position)
+        except AnalysisException:  # no position columns on this read (format v3): whole files
+            return (
+                gone.unionByName(old_rows.select(*self.columns)),
+                new.unionByName(new_rows.select(*self.columns)),
+            )
+        deleted = old_at.join(new_at.select(*position), position, "left_anti")
+        revived = new_at.join(old_at.select(*position), position, "left_anti")
+        return (
+            gone.unionByName(deleted.select(*self.columns)),
+            new.unionByName(revived.select(*self.columns)),
+        )
 
     def _plan(self, snapshot_id: int) -> dict[str, Task]:
         if snapshot_id not in self._plans:

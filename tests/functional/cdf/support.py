@@ -67,6 +67,21 @@ def compact(project: Any, table: str) -> None:
     )
 
 
+def create_orders(project: Any, layout: str, rows: int) -> None:
+    """Install the icetime package and create {s}.orders with ``rows`` open orders."""
+    install_package(project)
+    sql(
+        project,
+        "create table {s}.orders (order_id bigint not null, status string, amount int) "
+        f"using iceberg {layout}",
+    )
+    if rows:
+        sql(
+            project,
+            f"insert into {{s}}.orders select id, 'open', cast(id as int) from range(0, {rows})",
+        )
+
+
 def install_package(project: Any) -> None:
     """What `dbt deps` does for a local package, without resetting the test's adapter."""
     packages = Path(project.project_root) / "dbt_packages"

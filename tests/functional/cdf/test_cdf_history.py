@@ -13,7 +13,7 @@ from tests.functional.cdf.support import (
     SOURCES,
     PackageProject,
     assert_equal_sets,
-    install_package,
+    create_orders,
     rows,
     snapshots,
     sql,
@@ -26,16 +26,6 @@ select order_id, status, amount, _change_type
 from {{{{ icetime.changes(source('raw', 'orders')) }}}}
 """
 REBUILD = "select order_id, status, amount from {s}.orders"
-
-
-def create_orders(project: Any) -> None:
-    install_package(project)
-    sql(
-        project,
-        "create table {s}.orders (order_id bigint not null, status string, amount int) "
-        f"using iceberg {MOR}",
-    )
-    sql(project, "insert into {s}.orders select id, 'open', cast(id as int) from range(0, 20)")
 
 
 class TestHistoryGaps(PackageProject):
@@ -61,7 +51,7 @@ class TestHistoryGaps(PackageProject):
         assert_equal_sets(project, "select * from {s}.strict", REBUILD)
 
     def test_rollback_expiry_and_recreation(self, project: Any) -> None:
-        create_orders(project)
+        create_orders(project, MOR, rows=20)
         run_dbt(["run"])
         good = snapshots(project, "orders")[-1]
         sql(project, "update {s}.orders set status = 'bad' where order_id < 5")
@@ -86,7 +76,7 @@ class TestHistoryGaps(PackageProject):
 
         run_dbt(["run"])
         sql(project, "drop table {s}.orders purge")
-        create_orders(project)
+        create_orders(project, MOR, rows=20)
         self.assert_gap(project, "dropped and re-created")
 
 
@@ -103,7 +93,7 @@ class TestUpstreamSchemaChanges(PackageProject):
         return {"sources.yml": SOURCES, "mirror.sql": SELECT_ALL}
 
     def test_added_renamed_dropped(self, project: Any) -> None:
-        create_orders(project)
+        create_orders(project, MOR, rows=20)
         run_dbt(["run"])
         sql(project, "alter table {s}.orders add column note string")
         sql(project, "update {s}.orders set note = 'hello' where order_id < 3")
@@ -140,7 +130,7 @@ class TestChangeLog(PackageProject):
         return {"sources.yml": SOURCES, "log.sql": LOG}
 
     def test_rows_types_and_commits(self, project: Any) -> None:
-        create_orders(project)
+        create_orders(project, MOR, rows=20)
         sql(project, "alter table {s}.orders set identifier fields order_id")
         run_dbt(["run"])
         first = snapshots(project, "orders")[-1]

@@ -16,6 +16,7 @@ from tests.functional.cdf.support import (
     PackageProject,
     assert_equal_sets,
     compact,
+    create_orders,
     install_package,
     property_of,
     snapshots,
@@ -40,13 +41,7 @@ class CdfMergeBase(PackageProject):
 
     @pytest.fixture(scope="class")
     def orders(self, project: Any) -> None:
-        install_package(project)
-        sql(
-            project,
-            "create table {s}.orders (order_id bigint, status string, amount int) "
-            f"using iceberg {self.layout}",
-        )
-        sql(project, "insert into {s}.orders select id, 'open', cast(id as int) from range(0, 50)")
+        create_orders(project, self.layout, rows=50)
 
     def run_and_check(self, project: Any) -> str:
         _, output = run_dbt_and_capture(["run", "--select", "latest"])

@@ -29,7 +29,7 @@ from tests.functional.cdf.support import (
     PackageProject,
     assert_equal_sets,
     compact,
-    install_package,
+    create_orders,
     sql,
 )
 
@@ -152,12 +152,7 @@ class PropertyBase(PackageProject):
             raise AssertionError(f"seed {SEED}, layout {self.layout}, steps {history}") from failure
 
     def test_random_commits(self, project: Any) -> None:
-        install_package(project)
-        sql(
-            project,
-            "create table {s}.orders (order_id bigint, status string, amount int) "
-            f"using iceberg {self.layout}",
-        )
+        create_orders(project, self.layout, rows=0)
         upstream = Upstream(project, random.Random(f"{SEED}-{self.layout}"))
         sql(project, f"insert into {{s}}.orders values {upstream.rows(40)}")
         history = ["insert"]

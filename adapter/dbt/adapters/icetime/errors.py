@@ -131,10 +131,6 @@ CDF_UPSTREAM_NOT_ICEBERG = (
     "CDF model {model} reads changes of {table}, which is not an Iceberg table in the catalog "
     "(a view, a non-Iceberg table, or missing). icetime.changes() accepts Iceberg tables only."
 )
-CDF_MISSING_COLUMNS = (
-    "CDF model {model} must select {columns} from icetime.changes(...) ({why}); its query "
-    "returns only: {returned}."
-)
 RECOMPUTE_WITHOUT_UPSTREAM = (
     "CDF model {model} sets cdf_recompute_keys but reads no Iceberg table through ref() or "
     "source() whose changes could name the keys to recompute."

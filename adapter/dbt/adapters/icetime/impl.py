@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -399,7 +400,7 @@ class IcetimeAdapter(SparkAdapter):
         if config.read_path == "snapshots" or not creds.is_embedded:
             return SnapshotReads(upstream.table_sql, upstream.metadata, out)
         spark = embedded.spark_session(creds)
-        counter = iter(range(1_000_000))
+        counter = itertools.count()
 
         def register(frame: Any) -> str:
             name = f"{upstream.view}__read{next(counter)}"

@@ -13,7 +13,6 @@ import threading
 BEFORE_WRITE = "before_write"
 DURING_WRITE = "during_write"
 AFTER_DATA_COMMIT = "after_data_commit"
-POINTS = (BEFORE_WRITE, DURING_WRITE, AFTER_DATA_COMMIT)
 KILLED_EXIT_CODE = 137
 
 

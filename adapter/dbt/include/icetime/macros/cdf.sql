@@ -193,8 +193,8 @@
 
 {% macro icetime_cdf_quoted(names) %}
   {%- set quoted = [] -%}
-  {%- for name in ([names] if names is string else names) -%}
-    {%- do quoted.append(adapter.icetime_quote_identifier(name | trim)) -%}
+  {%- for name in icetime_cdf_unquoted_keys(names) -%}
+    {%- do quoted.append(adapter.icetime_quote_identifier(name)) -%}
   {%- endfor -%}
   {{ return(quoted) }}
 {% endmacro %}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import getpass
 import itertools
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
@@ -29,13 +32,25 @@ from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.reads import FileReads, Reads, SnapshotReads, output_schema
 from dbt.adapters.icetime.cdf.runs import CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.state import STATE_PROPERTY
+from dbt.adapters.icetime.clones import environments as clone_environments
+from dbt.adapters.icetime.clones import report, selection
+from dbt.adapters.icetime.clones import spec as clone_spec
+from dbt.adapters.icetime.clones.environments import Environments, Records, SourceObject
+from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName, choose_reader
+from dbt.adapters.icetime.metadata import (
+    FallbackReader,
+    MetadataReader,
+    PyIcebergReader,
+    TableMetadata,
+    TableName,
+    choose_reader,
+)
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.schema_mode import current_schema_projection
 from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode, collect_inputs
-from dbt.adapters.icetime.pins.spec import format_ms
+from dbt.adapters.icetime.pins.spec import format_ms, parse_point
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -52,6 +67,8 @@ ICEBERG_FILE_FORMAT = "iceberg"
 # Table property where a built table records the input snapshots it was built from.
 BUILT_FROM_PROPERTY = "icetime.built_from"
 MATERIALIZED_TABLES = ("table", "incremental", "snapshot")
+# Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
+DEFAULT_CLONE_TTL = "7d"
 
 
 @dataclass
@@ -451,6 +468,185 @@ class IcetimeAdapter(SparkAdapter):
                     keys=tuple(config.recompute_keys),
                 )
             )
+
+    # -- zero-copy clones and environments -------------------------------------------------------
+
+    def _cloner(self) -> Cloner:
+        creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+        reader = self.metadata_reader()
+        files = reader if isinstance(reader, PyIcebergReader) else None
+        if isinstance(reader, FallbackReader):
+            files = reader.pyiceberg
+        warehouse = CatalogSettings.from_credentials(creds).warehouse if creds.is_embedded else None
+        return Cloner(reader, files, self.execute, self.icetime_catalog(), warehouse)
+
+    def _environments(self) -> Environments:
+        cloner = self._cloner()
+        return Environments(
+            cloner,
+            Records(cloner.catalog, self.execute, self._fetch_rows),
+            self._schema_objects,
+            self._view_sql,
+        )
+
+    def _schema_objects(self, schema: str) -> list[SourceObject]:
+        relation = self.Relation.create(database=self.icetime_catalog(), schema=schema)
+        return [
+            SourceObject(
+                table_name(r), clone_environments.VIEW if r.is_view else clone_environments.TABLE
+            )
+            for r in self.list_relations_without_caching(relation)
+        ]
+
+    def _view_sql(self, name: TableName) -> str:
+        rows = self._fetch_rows(f"show create table {name.sql()}")
+        text = str(rows[0][0]) if rows else ""
+        _, found, query = text.partition("\nAS\n")
+        if not found:
+            raise errors.MetadataError(f"Could not read the SQL of view {name}: {text[:200]!r}")
+        return query.strip()
+
+    def _owner(self, value: Any) -> str:
+        if value is None:
+            creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+            value = self.config.cli_vars.get("icetime_owner") or creds.user or getpass.getuser()
+        return clone_spec.owner(value)
+
+    @available
+    def icetime_create_environment(
+        self,
+        env: Any,
+        ttl: Any,
+        from_schema: Any = None,
+        state: Any = None,
+        select: Any = None,
+        at: Any = None,
+        owner: Any = None,
+        replace: Any = False,
+    ) -> str:
+        """Clone a schema's (or a manifest's) tables into environment ``env``; see the README."""
+        name = clone_spec.env_name(env)
+        lifetime = clone_spec.lifetime(ttl)
+        who = self._owner(owner)
+        point = parse_point(at, "at") if at is not None else None
+        rebuild = clone_spec.flag(replace, "replace")
+        if (from_schema is None) == (state is None):
+            raise errors.ConfigurationError(
+                "icetime.create_environment needs exactly one of from_schema (a schema name or "
+                "a list of them) or state (a dbt target directory); got "
+                f"from_schema={from_schema!r}, state={state!r}."
+            )
+        if state is not None:
+            objects = selection.from_manifest(
+                str(state), _project_root(self.config), self.icetime_catalog()
+            )
+        else:
+            objects = []
+            for schema in selection.names(from_schema, "from_schema"):
+                found = self._schema_objects(schema)
+                if not found:
+                    raise errors.ConfigurationError(
+                        f"from_schema: schema {schema!r} does not exist or holds no table or view."
+                    )
+                objects.extend(found)
+        chosen = selection.select(objects, selection.names(select, "select"))
+        started = time.monotonic()
+        members = self._environments().create(name, lifetime, who, chosen, point, rebuild)
+        tables = sum(1 for m in members if m.kind == clone_environments.TABLE)
+        return (
+            f"Environment {name}: {tables} table(s) cloned and {len(members) - tables} view(s) "
+            f"recreated in {time.monotonic() - started:.1f}s, owner {who}, expires "
+            f"{format_ms(max(m.expires_ms for m in members))}."
+        )
+
+    @available
+    def icetime_drop_expired_environments(
+        self, env: Any = None, dry_run: Any = True, ignore_ttl: Any = False
+    ) -> str:
+        """The janitor: drop expired clones, their tags and files (dry run by default)."""
+        name = clone_spec.env_name(env) if env is not None else None
+        dry = clone_spec.flag(dry_run, "dry_run")
+        everything = clone_spec.flag(ignore_ttl, "ignore_ttl")
+        environments = self._environments()
+        now = int(time.time() * 1000)
+        due, _ = environments.expired(name, everything, now)
+        if not due:
+            return "No expired environment to drop."
+        listed = "\n".join(
+            f"  {m.env}: {m.kind} {m.clone} (owner {m.owner}, age "
+            f"{(now - m.created_ms) / 3_600_000:.1f}h, expires {format_ms(m.expires_ms)})"
+            for m in due
+        )
+        if dry:
+            return (
+                f"Dry run: would drop {len(due)} object(s):\n{listed}\n"
+                "Pass dry_run: false to drop them."
+            )
+        outcome = environments.drop(due)
+        if outcome.failed:
+            raise errors.IcetimeError(clone_environments.failures_message(outcome.failed))
+        return f"Dropped {len(outcome.dropped)} object(s):\n{listed}"
+
+    @available
+    def icetime_environment_report(self, env: Any = None) -> Any:
+        """Per environment and object: bytes shared, written and held; as an agate table."""
+        name = clone_spec.env_name(env) if env is not None else None
+        environments = self._environments()
+        files = environments.cloner.files
+        if files is None:
+            raise errors.ConfigurationError(
+                "icetime.environment_report reads manifests with pyiceberg, which needs a "
+                "catalog this client can open (catalog_type sqlite or postgres)."
+            )
+        members = environments.records.read(name)
+        if name is not None and not members:
+            raise errors.ConfigurationError(
+                f"Environment {name!r} does not exist: no record of it."
+            )
+        sizes = report.Sizes(self.metadata_reader(), files)
+        now = int(time.time() * 1000)
+        self._report_lines = [sizes.line(m, now) for m in members]
+        return table_from_rows([line.values() for line in self._report_lines], list(report.COLUMNS))
+
+    @available
+    def icetime_render_report(self) -> str:
+        """The last icetime_environment_report as a console table."""
+        return report.render(getattr(self, "_report_lines", []))
+
+    @available
+    def icetime_clone_relation(
+        self, source: BaseRelation, target: BaseRelation, existing: BaseRelation | None
+    ) -> str:
+        """`dbt clone`: replace ``target`` with a zero-copy clone of ``source``."""
+        cli_vars = self.config.cli_vars
+        env = cli_vars.get("icetime_env") or re.sub(
+            r"[^a-z0-9_]", "_", self.config.target_name.lower()
+        )
+        request = CloneRequest(
+            table_name(source),
+            table_name(target),
+            clone_spec.env_name(env),
+            clone_spec.lifetime(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL)),
+            self._owner(None),
+        )
+        environments = self._environments()
+        if existing is not None:
+            self._drop_for_replace(existing)
+        clone = environments.cloner.clone(request)
+        environments.records.add([Environments.member_of(clone, "dbt clone")])
+        return f"CLONE of {clone.source} at snapshot {clone.snapshot_id}"
+
+    def _drop_for_replace(self, existing: BaseRelation) -> None:
+        if existing.is_view:
+            self.execute(f"drop view if exists {table_name(existing).sql()}")
+        else:
+            self.icetime_drop_table(existing)
+
+    @available
+    def icetime_drop_table(self, relation: BaseRelation) -> str:
+        """Drop a table: a clone keeps shared files; a source goes only if no clone reads it."""
+        force = self.config.cli_vars.get("icetime_force_drop") is True
+        return self._cloner().drop_table(table_name(relation), force=force)
 
     # -- Iceberg metadata -------------------------------------------------------------------
 

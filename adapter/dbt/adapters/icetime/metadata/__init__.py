@@ -75,6 +75,15 @@ class FallbackReader:
     def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
         return self._reader().manifests(name, snapshot_id)
 
+    def document(self, name: TableName) -> tuple[str, bytes]:
+        return self._reader().document(name)
+
+    @property
+    def pyiceberg(self) -> PyIcebergReader | None:
+        """The pyiceberg reader, when this client can open the catalog itself."""
+        self._reader()
+        return None if self._use_fallback else self.primary
+
 
 __all__ = [
     "FallbackReader",

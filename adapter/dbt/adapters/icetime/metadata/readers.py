@@ -57,6 +57,10 @@ class MetadataReader(Protocol):
 
     def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]: ...
 
+    def document(self, name: TableName) -> tuple[str, bytes]:
+        """The location and raw JSON of the table's current metadata file."""
+        ...
+
 
 class PyIcebergReader:
     """Reads metadata straight from the catalog database: one indexed SQL lookup of the
@@ -119,6 +123,16 @@ class PyIcebergReader:
         location = self.metadata_location(name)
         return parse_metadata(str(name), location, self._read(location))
 
+    def document(self, name: TableName) -> tuple[str, bytes]:
+        location = self.metadata_location(name)
+        return location, self._read(location)
+
+    def file_io(self) -> Any:
+        """pyiceberg's FileIO for this catalog's warehouse (reads and writes table files)."""
+        from pyiceberg.io import load_file_io
+
+        return load_file_io(self.properties)
+
     def _read(self, location: str) -> bytes:
         from pyiceberg.io import load_file_io
 
@@ -172,6 +186,10 @@ class SparkSqlReader:
     def table(self, name: TableName) -> TableMetadata:
         location = self._current_metadata_file(name)
         return parse_metadata(str(name), location, self._text(name, location))
+
+    def document(self, name: TableName) -> tuple[str, bytes]:
+        location = self._current_metadata_file(name)
+        return location, self._text(name, location).encode()
 
     def _text(self, name: TableName, location: str) -> str:
         if location.endswith(".gz.metadata.json"):

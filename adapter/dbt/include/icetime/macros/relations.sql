@@ -24,14 +24,15 @@
 {%- endmacro %}
 
 {% macro icetime__drop_relation(relation) -%}
-  {#- Tables are purged: a dbt-managed table's files go with it instead of leaking. -#}
-  {% call statement('drop_relation', auto_begin=False) -%}
-    {%- if relation.type == 'view' -%}
+  {#- Tables are purged: a dbt-managed table's files go with it instead of leaking. A clone drops
+      only what it wrote; a table that live clones read is not dropped (see README, clones). -#}
+  {%- if relation.type == 'view' -%}
+    {% call statement('drop_relation', auto_begin=False) -%}
       drop view if exists {{ relation }}
-    {%- else -%}
-      drop table if exists {{ relation }} purge
-    {%- endif -%}
-  {%- endcall %}
+    {%- endcall %}
+  {%- else -%}
+    {% do adapter.icetime_drop_table(relation) %}
+  {%- endif -%}
 {% endmacro %}
 
 {% macro icetime__drop_schema(relation) -%}

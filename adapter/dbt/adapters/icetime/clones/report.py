@@ -1,0 +1,165 @@
+"""What an environment costs: bytes each clone shares, wrote, and keeps alive in its source.
+
+Sizes come from manifests (read with pyiceberg, no Spark job):
+- shared: live files of the clone's current snapshot that live outside its own location;
+- written: files under the clone's location referenced by any of its snapshots;
+- held: files of the source's tagged snapshot that neither the source's current snapshot nor
+  any other of its refs references, i.e. what the source's expiry would reclaim once the
+  clone's tag is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.clones.environments import TABLE, Member
+from dbt.adapters.icetime.clones.service import Clone, parse_name
+from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader, TableMetadata
+from dbt.adapters.icetime.pins.spec import format_ms
+
+COLUMNS = (
+    "env",
+    "kind",
+    "clone",
+    "source",
+    "owner",
+    "created_at",
+    "expires_at",
+    "expired",
+    "shared_bytes",
+    "written_bytes",
+    "held_bytes",
+)
+
+
+@dataclass(frozen=True)
+class Line:
+    member: Member
+    expired: bool
+    shared: int | None
+    written: int | None
+    held: int | None
+
+    def values(self) -> tuple[object, ...]:
+        m = self.member
+        return (
+            m.env,
+            m.kind,
+            m.clone,
+            m.source,
+            m.owner,
+            format_ms(m.created_ms),
+            format_ms(m.expires_ms),
+            self.expired,
+            self.shared,
+            self.written,
+            self.held,
+        )
+
+
+class Sizes:
+    def __init__(self, reader: MetadataReader, files: PyIcebergReader) -> None:
+        self.reader = reader
+        self.io = files.file_io()
+        self._manifests: dict[str, dict[str, int]] = {}
+
+    def line(self, member: Member, now_ms: int) -> Line:
+        expired = member.expires_ms <= now_ms
+        if member.kind != TABLE:
+            return Line(member, expired, None, None, None)
+        try:
+            metadata = self.reader.table(parse_name(member.clone))
+        except errors.TableNotFoundError:
+            return Line(member, expired, None, None, None)
+        clone = Clone.of(parse_name(member.clone), metadata)
+        location = (clone.location if clone else metadata.location).rstrip("/") + "/"
+        current = self.snapshot_files(metadata, metadata.current_snapshot_id)
+        shared = sum(size for path, size in current.items() if not path.startswith(location))
+        every: dict[str, int] = {}
+        for snapshot in metadata.snapshots:
+            every.update(self.snapshot_files(metadata, snapshot.snapshot_id))
+        written = sum(size for path, size in every.items() if path.startswith(location))
+        return Line(member, expired, shared, written, self.held(clone))
+
+    def held(self, clone: Clone | None) -> int:
+        if clone is None or clone.tag is None:
+            return 0
+        try:
+            source = self.reader.table(clone.source)
+        except errors.TableNotFoundError:
+            return 0
+        ref = source.refs.get(clone.tag)
+        if ref is None:
+            return 0
+        tagged = self.snapshot_files(source, ref.snapshot_id)
+        others = {source.current_snapshot_id} | {
+            r.snapshot_id for r in source.refs.values() if r.name != clone.tag
+        }
+        kept: set[str] = set()
+        for snapshot_id in others - {ref.snapshot_id}:
+            kept.update(self.snapshot_files(source, snapshot_id))
+        if ref.snapshot_id in others:
+            return 0
+        return sum(size for path, size in tagged.items() if path not in kept)
+
+    def snapshot_files(self, metadata: TableMetadata, snapshot_id: int | None) -> dict[str, int]:
+        """Live data and delete files of one snapshot: path -> size in bytes."""
+        if snapshot_id is None:
+            return {}
+        snapshot = metadata.snapshot(snapshot_id)
+        if snapshot is None:
+            return {}
+        from pyiceberg.manifest import read_manifest_list
+
+        files: dict[str, int] = {}
+        for manifest in read_manifest_list(self.io.new_input(snapshot.manifest_list)):
+            cached = self._manifests.get(manifest.manifest_path)
+            if cached is None:
+                cached = {
+                    entry.data_file.file_path: entry.data_file.file_size_in_bytes
+                    for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=True)
+                }
+                self._manifests[manifest.manifest_path] = cached
+            files.update(cached)
+        return files
+
+
+def render(lines: Sequence[Line]) -> str:
+    """A plain-text table for the console."""
+    header = ("env", "object", "source", "owner", "expires", "shared", "written", "held")
+    rows = [
+        (
+            line.member.env,
+            line.member.clone + (" (view)" if line.member.kind != TABLE else ""),
+            line.member.source,
+            line.member.owner,
+            format_ms(line.member.expires_ms) + (" EXPIRED" if line.expired else ""),
+            _size(line.shared),
+            _size(line.written),
+            _size(line.held),
+        )
+        for line in lines
+    ]
+    if not rows:
+        return "No clone environments recorded."
+    widths = [max(len(str(v)) for v in column) for column in zip(header, *rows, strict=False)]
+    text = [_row(header, widths), _row(tuple("-" * w for w in widths), widths)]
+    text.extend(_row(r, widths) for r in rows)
+    return "\n".join(text)
+
+
+def _row(values: Iterable[object], widths: Sequence[int]) -> str:
+    return "  ".join(str(v).ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+
+def _size(value: int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{value} B"

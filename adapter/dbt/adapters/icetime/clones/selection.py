@@ -1,0 +1,71 @@
+"""Which objects an environment clones: a schema's tables and views, or a dbt manifest's."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
+from dbt.adapters.icetime.metadata import TableName
+
+RESOURCE_TYPES = ("model", "seed", "snapshot")
+
+
+def names(value: Any, argument: str) -> list[str]:
+    """A list of names from a string ("a b", "a,b") or a list; validated as plain text."""
+    if value is None:
+        return []
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(
+        isinstance(i, str) and i.strip() for i in items
+    ):
+        raise errors.ConfigurationError(
+            f"Argument {argument}={value!r} is not accepted: give a name, a list of names, "
+            "or a space- or comma-separated string of names."
+        )
+    return [i.strip() for i in items]
+
+
+def from_manifest(state: str, project_root: str, catalog: str | None) -> list[SourceObject]:
+    """Every table-like and view node of the manifest in ``state`` (a directory or the file)."""
+    path = Path(project_root, state)
+    if path.is_dir():
+        path = path / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise errors.ConfigurationError(
+            f"state={state!r}: could not read a dbt manifest at {path}: {exc}. Pass the "
+            "directory of a production run's target/ (the one holding manifest.json)."
+        ) from exc
+    found = []
+    for node in manifest.get("nodes", {}).values():
+        materialized = node.get("config", {}).get("materialized")
+        if node.get("resource_type") not in RESOURCE_TYPES or materialized == "ephemeral":
+            continue
+        name = TableName(
+            node.get("database") or catalog, node["schema"], node.get("alias") or node["name"]
+        )
+        found.append((node["name"], SourceObject(name, VIEW if materialized == "view" else TABLE)))
+    return [obj for _, obj in sorted(found, key=lambda f: str(f[1].name))]
+
+
+def select(objects: Sequence[SourceObject], patterns: Sequence[str]) -> list[SourceObject]:
+    """The objects whose table name matches one of ``patterns`` (shell-style globs)."""
+    if not patterns:
+        return list(objects)
+    chosen = [o for o in objects if any(fnmatch.fnmatchcase(o.name.name, p) for p in patterns)]
+    unmatched = [
+        p for p in patterns if not any(fnmatch.fnmatchcase(o.name.name, p) for o in objects)
+    ]
+    if unmatched:
+        available = ", ".join(sorted(o.name.name for o in objects)) or "none"
+        raise errors.ConfigurationError(
+            f"select: {', '.join(repr(p) for p in unmatched)} matched no table or view. "
+            f"Available: {available}."
+        )
+    return chosen

@@ -1,0 +1,338 @@
+"""Zero-copy clones of Iceberg tables: make one, find the live clones of a source, drop one.
+
+Safety both ways (SPEC §4):
+- the clone has ``gc.enabled=false`` (Iceberg then refuses to expire or purge it) and its own
+  location, so nothing done to the clone deletes a file the source owns;
+- the source carries one tag per clone on the cloned snapshot, retained until the clone expires,
+  so the source's expiry keeps every file a live clone reads. Iceberg counts a tag's ``RETAIN``
+  age from the snapshot's commit time, so the retention is computed from that time.
+
+Dropping a clone drops its catalog entry (never ``PURGE``: the data files are the source's),
+deletes its own location (where everything it wrote lives) and then its tag on the source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+from pyiceberg.io import FileIO
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.clones.document import CLONE_PROPERTY_PREFIX, clone_document
+from dbt.adapters.icetime.clones.spec import Lifetime
+from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader, TableMetadata, TableName
+from dbt.adapters.icetime.pins.resolve import resolve
+from dbt.adapters.icetime.pins.spec import Point, format_ms
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+TAG_PREFIX = "icetime_clone:"
+SOURCE = CLONE_PROPERTY_PREFIX + "source"
+SOURCE_UUID = CLONE_PROPERTY_PREFIX + "source_uuid"
+SOURCE_SNAPSHOT = CLONE_PROPERTY_PREFIX + "source_snapshot_id"
+CREATED_AT = CLONE_PROPERTY_PREFIX + "created_at"
+EXPIRES_AT = CLONE_PROPERTY_PREFIX + "expires_at"
+ENVIRONMENT = CLONE_PROPERTY_PREFIX + "environment"
+OWNER = CLONE_PROPERTY_PREFIX + "owner"
+TAG = CLONE_PROPERTY_PREFIX + "tag"
+LOCATION = CLONE_PROPERTY_PREFIX + "location"
+# Name parts a clone's tag and properties can carry unambiguously.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class CloneRequest:
+    source: TableName
+    target: TableName
+    env: str
+    lifetime: Lifetime
+    owner: str
+    at: Point | None = None
+
+
+@dataclass(frozen=True)
+class Clone:
+    """What a clone records about itself in its table properties."""
+
+    name: TableName
+    source: TableName
+    source_uuid: str
+    snapshot_id: int | None
+    created_ms: int
+    expires_ms: int
+    env: str
+    owner: str
+    tag: str | None
+    location: str
+
+    @classmethod
+    def of(cls, name: TableName, metadata: TableMetadata) -> Clone | None:
+        """The clone ``metadata`` describes, or None when the table is not an icetime clone."""
+        props = metadata.properties
+        if LOCATION not in props:
+            return None
+        snapshot = props.get(SOURCE_SNAPSHOT)
+        return cls(
+            name=name,
+            source=parse_name(props[SOURCE]),
+            source_uuid=props[SOURCE_UUID],
+            snapshot_id=int(snapshot) if snapshot else None,
+            created_ms=int(props[CREATED_AT]),
+            expires_ms=int(props[EXPIRES_AT]),
+            env=props[ENVIRONMENT],
+            owner=props[OWNER],
+            tag=props.get(TAG) or None,
+            location=props[LOCATION],
+        )
+
+    def expired(self, now_ms: int) -> bool:
+        return self.expires_ms <= now_ms
+
+    def properties(self) -> dict[str, str]:
+        return {
+            SOURCE: str(self.source),
+            SOURCE_UUID: self.source_uuid,
+            SOURCE_SNAPSHOT: "" if self.snapshot_id is None else str(self.snapshot_id),
+            CREATED_AT: str(self.created_ms),
+            EXPIRES_AT: str(self.expires_ms),
+            ENVIRONMENT: self.env,
+            OWNER: self.owner,
+            TAG: self.tag or "",
+            LOCATION: self.location,
+        }
+
+
+def check_plain(name: TableName, role: str) -> None:
+    for part in (name.catalog or "x", name.namespace, name.name):
+        if not PLAIN_NAME.fullmatch(part):
+            raise errors.ConfigurationError(
+                f"Cannot clone {role} {name}: icetime clones tables whose catalog, schema and "
+                f"table names are letters, digits and '_' only; {part!r} is not."
+            )
+
+
+def parse_name(text: str) -> TableName:
+    parts = text.split(".")
+    if len(parts) == 2:
+        return TableName(None, parts[0], parts[1])
+    if len(parts) == 3:
+        return TableName(parts[0], parts[1], parts[2])
+    raise errors.MetadataError(f"{text!r} is not a table name icetime recorded.")
+
+
+def tag_for(target: TableName) -> str:
+    return f"{TAG_PREFIX}{target.namespace}.{target.name}"
+
+
+def retain_minutes(snapshot_ms: int, expires_ms: int) -> int:
+    """RETAIN for a tag that must outlive ``expires_ms``: Iceberg ages it from the commit time."""
+    return max(1, math.ceil((expires_ms - snapshot_ms) / MINUTE_MS) + 1)
+
+
+class Cloner:
+    def __init__(
+        self,
+        reader: MetadataReader,
+        files: PyIcebergReader | None,
+        execute: Callable[[str], object],
+        catalog: str | None,
+        warehouse: str | None,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.reader = reader
+        self.files = files
+        self.execute = execute
+        self.catalog = catalog
+        self.warehouse = warehouse
+        self.now_ms = now_ms
+
+    # -- creating -------------------------------------------------------------------------------
+
+    def clone(self, request: CloneRequest) -> Clone:
+        """Register a zero-copy clone of ``request.source`` as ``request.target``."""
+        check_plain(request.source, "source")
+        check_plain(request.target, "target")
+        files = self._files()
+        try:
+            _location, raw = self.reader.document(request.source)
+        except errors.TableNotFoundError as exc:
+            raise errors.ConfigurationError(
+                f"Cannot clone {request.source}: it is not an Iceberg table in the catalog "
+                "(missing, a view, or another format). Clones are made of Iceberg tables."
+            ) from exc
+        metadata = self.reader.table(request.source)
+        now = self.now_ms()
+        snapshot_id = metadata.current_snapshot_id
+        if request.at is not None:
+            snapshot_id = resolve(metadata, request.at, now).snapshot_id
+        table_uuid = str(uuid.uuid4())
+        clone = Clone(
+            name=request.target,
+            source=request.source,
+            source_uuid=metadata.table_uuid,
+            snapshot_id=snapshot_id,
+            created_ms=now,
+            expires_ms=now + request.lifetime.ms,
+            env=request.env,
+            owner=request.owner,
+            tag=tag_for(request.target) if snapshot_id is not None else None,
+            location=self._location(request.target, metadata.location, table_uuid),
+        )
+        document = clone_document(
+            orjson.loads(raw), snapshot_id, table_uuid, clone.location, clone.properties(), now
+        )
+        if clone.tag is not None and snapshot_id is not None:
+            self._protect(clone, metadata, snapshot_id)
+        path = f"{clone.location}/metadata/00000-{uuid.uuid4()}.metadata.json"
+        try:
+            with files.new_output(path).create(overwrite=False) as out:
+                out.write(orjson.dumps(document))
+            self.execute(
+                f"call {self._procedure('register_table')}("
+                f"table => {sql_literal(_relative(request.target))}, "
+                f"metadata_file => {sql_literal(path)})"
+            )
+        except BaseException:
+            self._drop_tag(clone)
+            _delete_tree(clone.location)
+            raise
+        return clone
+
+    def _protect(self, clone: Clone, source: TableMetadata, snapshot_id: int) -> None:
+        snapshot = source.snapshot(snapshot_id)
+        assert snapshot is not None and clone.tag is not None
+        minutes = retain_minutes(snapshot.timestamp_ms, clone.expires_ms)
+        self.execute(
+            f"alter table {clone.source.sql()} create or replace tag "
+            f"{quote_identifier(clone.tag)} as of version {int(snapshot_id)} "
+            f"retain {minutes} minutes"
+        )
+
+    def _location(self, target: TableName, source_location: str, table_uuid: str) -> str:
+        """A directory no other table uses: the target's default place plus the clone's UUID."""
+        if self.warehouse:
+            base = self.warehouse.rstrip("/")
+        else:  # the source's warehouse: <warehouse>/<namespace>/<table>
+            base = source_location.rstrip("/").rsplit("/", 2)[0]
+        return f"{base}/{target.namespace}/{target.name}-{table_uuid}"
+
+    def _procedure(self, name: str) -> str:
+        prefix = f"{quote_identifier(self.catalog)}." if self.catalog else ""
+        return f"{prefix}system.{name}"
+
+    def _files(self) -> FileIO:
+        if self.files is None:
+            raise errors.ConfigurationError(
+                "Clones are written with pyiceberg, which needs a catalog this client can open "
+                "(catalog_type sqlite or postgres, metadata_access auto or pyiceberg)."
+            )
+        return self.files.file_io()
+
+    # -- finding --------------------------------------------------------------------------------
+
+    def clone_of(self, name: TableName) -> Clone | None:
+        """The clone ``name`` is, None if it is a table but not a clone; raises if missing."""
+        return Clone.of(name, self.reader.table(name))
+
+    def live_clones(self, source: TableName) -> list[Clone]:
+        """Clones that still read ``source``'s files (their tags on it say which).
+
+        Fails closed: a clone whose metadata cannot be read counts as live (the error says so).
+        """
+        metadata = self.reader.table(source)
+        found = []
+        for ref in metadata.refs.values():
+            if ref.kind != "tag" or not ref.name.startswith(TAG_PREFIX):
+                continue
+            namespace, _, table = ref.name[len(TAG_PREFIX) :].partition(".")
+            name = TableName(source.catalog, namespace, table)
+            try:
+                clone = self.clone_of(name)
+            except errors.TableNotFoundError:
+                continue  # the clone was dropped outside icetime; its tag is harmless
+            if clone is not None and clone.source_uuid == metadata.table_uuid:
+                found.append(clone)
+        return found
+
+    # -- dropping -------------------------------------------------------------------------------
+
+    def drop_table(self, name: TableName, force: bool = False) -> str:
+        """Drop any table: a clone as a clone; a source only when no live clone reads it.
+
+        Returns "absent", "dropped clone" or "dropped".
+        """
+        try:
+            metadata = self.reader.table(name)
+        except errors.TableNotFoundError:
+            return "absent"
+        clone = Clone.of(name, metadata)
+        self.refuse_if_cloned(name, force)
+        if clone is not None:
+            self._drop_clone(clone, metadata)
+            return "dropped clone"
+        self.execute(f"drop table if exists {name.sql()} purge")
+        return "dropped"
+
+    def refuse_if_cloned(self, name: TableName, force: bool) -> None:
+        if force:
+            return
+        clones = self.live_clones(name)
+        if clones:
+            now = self.now_ms()
+            listed = "\n".join(
+                f"  - {c.name} (environment {c.env}, owner {c.owner}, "
+                f"{'expired' if c.expired(now) else 'expires'} {format_ms(c.expires_ms)})"
+                for c in clones
+            )
+            raise errors.ConfigurationError(
+                f"Refusing to drop {name}: {len(clones)} clone(s) read its files and would "
+                f"break:\n{listed}\nDrop them first (dbt run-operation "
+                "icetime.drop_expired_environments --args '{env: <env>, ignore_ttl: true, "
+                "dry_run: false}'), or force the drop with --vars '{icetime_force_drop: true}'."
+            )
+
+    def _drop_clone(self, clone: Clone, metadata: TableMetadata) -> None:
+        if clone.location != metadata.location or not clone.location.endswith(metadata.table_uuid):
+            raise errors.MetadataError(
+                f"{clone.name} records location {clone.location} but lives at "
+                f"{metadata.location}: refusing to delete files of a location it may not own."
+            )
+        self.execute(f"drop table if exists {clone.name.sql()}")  # never PURGE: shared files
+        _delete_tree(clone.location)
+        self._drop_tag(clone)
+
+    def _drop_tag(self, clone: Clone) -> None:
+        if clone.tag is None:
+            return
+        try:
+            self.reader.table(clone.source)
+        except errors.TableNotFoundError:
+            return
+        self.execute(
+            f"alter table {clone.source.sql()} drop tag if exists {quote_identifier(clone.tag)}"
+        )
+
+
+def _relative(name: TableName) -> str:
+    """The table argument of an Iceberg procedure: namespace.table, quoted."""
+    return f"{quote_identifier(name.namespace)}.{quote_identifier(name.name)}"
+
+
+def _delete_tree(location: str) -> None:
+    """Delete a clone's own directory (a missing one is fine: the drop is idempotent)."""
+    import pyarrow.fs as pafs
+
+    if location.startswith("file:"):
+        filesystem: pafs.FileSystem = pafs.LocalFileSystem()
+        path = "/" + location.removeprefix("file:").lstrip("/")
+    else:
+        filesystem, path = pafs.FileSystem.from_uri(location)
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.delete_dir(path)

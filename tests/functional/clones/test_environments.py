@@ -37,6 +37,7 @@ sources:
 class EnvironmentProject(PackageProject):
     @pytest.fixture(autouse=True)
     def clean_environments(self, project: Any) -> Any:
+        install_package(project)
         yield
         drop_environments(project)
 

@@ -16,6 +16,9 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 
 
+SQLITE_OPTIONS = "?journal_mode=WAL&busy_timeout=30000"
+
+
 @dataclass(frozen=True)
 class CatalogSettings:
     name: str
@@ -33,8 +36,10 @@ class CatalogSettings:
         if kind == "sqlite":
             # WAL: a reader never blocks a writer. In the default rollback journal, Iceberg's
             # rewrite_data_files fails with SQLITE_BUSY against its own catalog connections.
+            # busy_timeout: a writer waits for another process's write (two janitors at once)
+            # instead of failing after sqlite-jdbc's default 3 s.
             default = "jdbc:sqlite:" + os.path.join(creds.icetime_dir, "catalog.db")
-            uri = uri or default + "?journal_mode=WAL"
+            uri = uri or default + SQLITE_OPTIONS
         if kind != "server":
             warehouse = _as_file_uri(warehouse or os.path.join(creds.icetime_dir, "warehouse"))
         return cls(

@@ -567,6 +567,13 @@ class IcetimeAdapter(SparkAdapter):
         name = clone_spec.env_name(env) if env is not None else None
         dry = clone_spec.flag(dry_run, "dry_run")
         everything = clone_spec.flag(ignore_ttl, "ignore_ttl")
+        creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
+        with clone_environments.one_janitor_at_a_time(
+            CatalogSettings.from_credentials(creds).sqlite_path
+        ):
+            return self._janitor(name, dry, everything)
+
+    def _janitor(self, name: str | None, dry: bool, everything: bool) -> str:
         environments = self._environments()
         now = int(time.time() * 1000)
         due, _ = environments.expired(name, everything, now)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,14 +128,18 @@ class Records:
             if not names:
                 return
             condition += f" and clone in ({', '.join(sql_literal(c) for c in names)})"
-        try:
-            self.execute(f"delete from {self.name.sql()} where {condition}")
-        except Exception:
-            # Two janitors deleting the same rows conflict in Iceberg; if the rows are gone,
-            # the other one did the work.
-            rows = self.fetch(f"select count(*) from {self.name.sql()} where {condition}")
-            if rows and int(rows[0][0]) > 0:
-                raise
+
+        def delete() -> None:
+            try:
+                self.execute(f"delete from {self.name.sql()} where {condition}")
+            except Exception:
+                # Two janitors deleting the same rows conflict (in Iceberg, or on the SQLite
+                # catalog's one writer); if the rows are gone, the other one did the work.
+                rows = self.fetch(f"select count(*) from {self.name.sql()} where {condition}")
+                if rows and int(rows[0][0]) > 0:
+                    raise
+
+        idempotent(delete)
 
 
 class Environments:
@@ -174,11 +179,10 @@ class Environments:
             )
         self._refuse_existing(env, objects, replace)
         created: list[Member] = []
+        schemas = sorted({env_schema(o.name.namespace, env) for o in objects})
         try:
-            for schema in sorted({o.name.namespace for o in objects}):
-                self.cloner.execute(
-                    f"create namespace if not exists {self._schema_sql(schema, env)}"
-                )
+            for schema in schemas:
+                self.cloner.execute(f"create namespace if not exists {self._namespace_sql(schema)}")
             for item in (o for o in objects if o.kind == TABLE):
                 clone = self.cloner.clone(
                     CloneRequest(item.name, self._target(item.name, env), env, lifetime, owner, at)
@@ -187,7 +191,7 @@ class Environments:
             views = [o for o in objects if o.kind == VIEW]
             self._create_views(views, env, owner, created, lifetime, origin)
         except BaseException:
-            self._roll_back(created)
+            self._roll_back(created, schemas)
             raise
         self.records.add(created)
         return created
@@ -258,11 +262,14 @@ class Environments:
                     f"Environment {env!r}: could not recreate view(s) against the clones: {listed}"
                 )
 
-    def _roll_back(self, created: Sequence[Member]) -> None:
+    def _roll_back(self, created: Sequence[Member], schemas: Sequence[str]) -> None:
+        # Best effort: the error that made us roll back is the one to report.
         for member in reversed(created):
-            # Best effort: the error that made us roll back is the one to report.
             with contextlib.suppress(Exception):
                 self._drop_object(_parse(member.clone), member.kind)
+        for schema in schemas:
+            with contextlib.suppress(Exception):
+                self._drop_schema_if_empty(schema)
 
     # -- drop -----------------------------------------------------------------------------------
 
@@ -304,6 +311,19 @@ class Environments:
         return outcome
 
     def _drop_member(self, member: Member) -> None:
+        try:
+            idempotent(lambda: self._drop_member_once(member))
+        except Exception:
+            # Another janitor may have dropped it under us (its metadata file vanished
+            # mid-read, or our drop lost a race): gone from the catalog means done.
+            if member.kind == TABLE:
+                try:
+                    self.cloner.clone_of(_parse(member.clone))
+                except errors.TableNotFoundError:
+                    return
+            raise
+
+    def _drop_member_once(self, member: Member) -> None:
         name = _parse(member.clone)
         if member.kind == TABLE:
             try:
@@ -325,16 +345,16 @@ class Environments:
 
     def _drop_empty_schemas(self, env: str, members: Sequence[Member]) -> None:
         for schema in sorted({_parse(m.clone).namespace for m in members}):
-            if not self.list_schema(schema):
-                self.cloner.execute(f"drop namespace if exists {self._namespace_sql(schema)}")
+            self._drop_schema_if_empty(schema)
+
+    def _drop_schema_if_empty(self, schema: str) -> None:
+        if not self.list_schema(schema):
+            self.cloner.execute(f"drop namespace if exists {self._namespace_sql(schema)}")
 
     # -- helpers --------------------------------------------------------------------------------
 
     def _target(self, source: TableName, env: str) -> TableName:
         return TableName(source.catalog, env_schema(source.namespace, env), source.name)
-
-    def _schema_sql(self, schema: str, env: str) -> str:
-        return self._namespace_sql(env_schema(schema, env))
 
     def _namespace_sql(self, namespace: str) -> str:
         return ".".join(quote_identifier(p) for p in (self.catalog, namespace) if p)
@@ -352,6 +372,39 @@ class Environments:
             expires_ms=clone.expires_ms,
             origin=origin,
         )
+
+
+@contextlib.contextmanager
+def one_janitor_at_a_time(sqlite_path: str | None) -> Iterator[None]:
+    """On a SQLite catalog, janitors take turns (an advisory lock beside the database file).
+
+    SQLite has one writer at a time, and a commit that loses that race can leave the Iceberg
+    JDBC catalog's pooled connection unable to write for the rest of the process. A janitor
+    that waits its turn finds the work done instead. PostgreSQL catalogs need no lock.
+    """
+    if sqlite_path is None:
+        yield
+        return
+    import fcntl
+
+    with open(sqlite_path + ".janitor.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def idempotent(action: Callable[[], None], attempts: int = 4, pause_s: float = 0.5) -> None:
+    """Run an idempotent catalog change, retrying when a concurrent writer won the race."""
+    for attempt in range(attempts):
+        try:
+            action()
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(pause_s * 2**attempt)
 
 
 def _failures(env: str, failed: Sequence[tuple[Member, str]]) -> str:

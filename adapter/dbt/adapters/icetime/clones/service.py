@@ -159,6 +159,13 @@ class Cloner:
         """Register a zero-copy clone of ``request.source`` as ``request.target``."""
         check_plain(request.source, "source")
         check_plain(request.target, "target")
+        for role, name in (("source", request.source), ("target", request.target)):
+            if self.catalog and name.catalog and name.catalog != self.catalog:
+                raise errors.ConfigurationError(
+                    f"Cannot clone {role} {name}: it is not in the Iceberg catalog "
+                    f"'{self.catalog}' (catalog '{name.catalog}'). Clones are made of, and into, "
+                    "Iceberg tables of the profile's catalog."
+                )
         files = self._files()
         try:
             _location, raw = self.reader.document(request.source)

@@ -24,10 +24,10 @@
           and target_relation.schema == defer_relation.schema
           and target_relation.identifier == defer_relation.identifier -%}
       {{ log("Target relation and defer relation are the same, skipping clone for relation: " ~ target_relation.render()) }}
-      {{ noop_statement('main', 'SKIPPED') }}
+      {%- call noop_statement('main', 'SKIPPED') -%}-- same relation{%- endcall -%}
     {%- else -%}
       {%- set message = adapter.icetime_clone_relation(defer_relation, target_relation, existing_relation) -%}
-      {{ noop_statement('main', message) }}
+      {%- call noop_statement('main', message) -%}-- {{ message }}{%- endcall -%}
       {% do adapter.cache_added(target_relation) %}
     {%- endif -%}
     {% do persist_docs(target_relation, model) %}

@@ -1,0 +1,68 @@
+"""`dbt clone` on Iceberg: dbt's own clone suite, plus what zero-copy adds to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dbt.tests.adapter.dbt_clone.test_dbt_clone import (
+    BaseCloneNotPossible,
+    BaseClonePossible,
+    BaseCloneSameSourceAndTarget,
+    BaseCloneSameTargetAndState,
+)
+from dbt.tests.util import run_dbt
+
+from tests.functional.cdf.support import rows, snapshots, sql
+from tests.functional.clones.support import data_files, drop_environments, properties
+
+
+class CleanOtherSchema:
+    """dbt drops the test schema before the clone schema; the clones pin the test schema's
+    tables, so drop the clones first (as a user would, with the janitor)."""
+
+    @pytest.fixture(autouse=True)
+    def clean_clones(self, project: Any) -> Any:
+        yield
+        drop_environments(project)
+
+
+class TestClonePossible(CleanOtherSchema, BaseClonePossible):
+    def test_clones_are_zero_copy_and_full_refresh_keeps_history(
+        self, project: Any, unique_schema: str, other_schema: str
+    ) -> None:
+        project.create_test_schema(other_schema)
+        self.run_and_save_state(project.project_root, with_snapshot=True)
+        source = f"icetime.{unique_schema}.table_model"
+        clone = f"icetime.{other_schema}.table_model"
+        sql(project, f"insert into {source} select * from {source}")
+        history = snapshots(project, "table_model")
+        expected = rows(project, f"select * from {source}")
+
+        run_dbt(["clone", "--state", "state", "--target", "otherschema"])
+        assert rows(project, f"select * from {clone}") == expected
+        assert data_files(project, clone) == data_files(project, source)
+        props = properties(project, clone)
+        assert props["gc.enabled"] == "false"
+        assert props["icetime.clone.environment"] == "otherschema"
+        assert props["icetime.clone.source_snapshot_id"] == str(history[-1])
+
+        sql(project, f"insert into {clone} select * from {clone}")
+        run_dbt(["clone", "--state", "state", "--target", "otherschema", "--full-refresh"])
+        # A fresh clone of the source; the source's history is all still there and readable.
+        assert rows(project, f"select * from {clone}") == expected
+        assert snapshots(project, "table_model") == history
+        for snapshot_id in history:
+            sql(project, f"select count(*) from {source} version as of {snapshot_id}", "one")
+
+
+class TestCloneNotPossible(CleanOtherSchema, BaseCloneNotPossible):
+    pass
+
+
+class TestCloneSameTargetAndState(CleanOtherSchema, BaseCloneSameTargetAndState):
+    pass
+
+
+class TestCloneSameSourceAndTarget(CleanOtherSchema, BaseCloneSameSourceAndTarget):
+    pass

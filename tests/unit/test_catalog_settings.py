@@ -20,7 +20,10 @@ def creds(**profile: object) -> IcetimeCredentials:
 
 def test_sqlite_catalog_under_the_project() -> None:
     settings = CatalogSettings.from_credentials(creds())
-    assert settings.jdbc_uri == "jdbc:sqlite:/proj/.icetime/catalog.db?journal_mode=WAL&busy_timeout=30000"
+    assert (
+        settings.jdbc_uri
+        == "jdbc:sqlite:/proj/.icetime/catalog.db?journal_mode=WAL&busy_timeout=30000"
+    )
     assert settings.sqlite_path == "/proj/.icetime/catalog.db"
     assert settings.warehouse == "file:/proj/.icetime/warehouse"
     conf = settings.spark_conf()

@@ -38,7 +38,9 @@ def local(path: str) -> Path:
 def files_under(directory: Path, suffix: str = ".parquet") -> list[Path]:
     if not directory.exists():
         return []
-    return [Path(root, f) for root, _, names in os.walk(directory) for f in names if f.endswith(suffix)]
+    return [
+        Path(root, f) for root, _, names in os.walk(directory) for f in names if f.endswith(suffix)
+    ]
 
 
 def data_files(project: Any, table: str) -> list[str]:

@@ -26,7 +26,7 @@ BAD_CREATE = {
     "ttl_negative": ({"ttl": "-1d"}, "TTL '-1d' is not accepted"),
     "ttl_zero": ({"ttl": "0h"}, "must be more than 0 minutes"),
     "ttl_huge": ({"ttl": "400d"}, "at most 366 days"),
-    "env_quote": ({"env": "pr'1"}, "Environment name \"pr'1\" is not accepted"),
+    "env_quote": ({"env": "pr'1"}, 'Environment name "pr\'1" is not accepted'),
     "env_dot": ({"env": "pr.1"}, "Environment name 'pr.1' is not accepted"),
     "env_space": ({"env": "pr 1"}, "Environment name 'pr 1' is not accepted"),
     "env_sql": ({"env": "x; drop table t"}, "Environment name 'x; drop table t' is not accepted"),

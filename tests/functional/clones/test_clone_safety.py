@@ -28,8 +28,12 @@ MODELS = {
         "{{ config(materialized='incremental', unique_key='id') }}\n"
         "select id, v from {{ source('raw', 'events') }}"
     ),
-    "events_table.sql": "{{ config(materialized='table') }}\nselect id, v from {{ source('raw', 'events') }}",
-    "events_view.sql": "{{ config(materialized='view') }}\nselect id from {{ ref('events_table') }}",
+    "events_table.sql": (
+        "{{ config(materialized='table') }}\nselect id, v from {{ source('raw', 'events') }}"
+    ),
+    "events_view.sql": (
+        "{{ config(materialized='view') }}\nselect id from {{ ref('events_table') }}"
+    ),
 }
 
 
@@ -83,7 +87,14 @@ class TestSourcesWithLiveClones(EnvironmentProject):
 
         # Forced: the user takes responsibility for the clones.
         run_dbt(
-            ["run", "--full-refresh", "--select", "events_latest", "--vars", "{icetime_force_drop: true}"]
+            [
+                "run",
+                "--full-refresh",
+                "--select",
+                "events_latest",
+                "--vars",
+                "{icetime_force_drop: true}",
+            ]
         )
         assert rows(project, "select * from {s}.events_latest") == [(1, "a"), (2, "b"), (3, "c")]
 
@@ -95,13 +106,20 @@ class TestSourcesWithLiveClones(EnvironmentProject):
         env = env_for(project, "_at")
         operation(
             "create_environment",
-            {"env": env, "ttl": "3h", "from_schema": project.test_schema, "select": "events",
-             "at": first},
+            {
+                "env": env,
+                "ttl": "3h",
+                "from_schema": project.test_schema,
+                "select": "events",
+                "at": first,
+            },
         )
         clone = f"icetime.{project.test_schema}__{env}.events"
         assert rows(project, f"select * from {clone}") == [(1, "a"), (2, "b")]
         assert properties(project, clone)["icetime.clone.source_snapshot_id"] == str(first)
-        snapshot_id, _ = tags(project, "{s}.events")[f"icetime_clone:{project.test_schema}__{env}.events"]
+        snapshot_id, _ = tags(project, "{s}.events")[
+            f"icetime_clone:{project.test_schema}__{env}.events"
+        ]
         assert snapshot_id == first
 
     def test_environment_from_a_state_manifest(self, project: Any) -> None:
@@ -109,14 +127,24 @@ class TestSourcesWithLiveClones(EnvironmentProject):
         run_dbt(["run"])
         state = Path(project.project_root, "prod_state")
         state.mkdir(exist_ok=True)
-        shutil.copyfile(Path(project.project_root, "target", "manifest.json"), state / "manifest.json")
+        shutil.copyfile(
+            Path(project.project_root, "target", "manifest.json"), state / "manifest.json"
+        )
         env = env_for(project, "_st")
         output = operation(
             "create_environment",
-            {"env": env, "ttl": "1h", "state": "prod_state", "select": ["events_table", "events_view"]},
+            {
+                "env": env,
+                "ttl": "1h",
+                "state": "prod_state",
+                "select": ["events_table", "events_view"],
+            },
         )
         assert "1 table(s) cloned and 1 view(s) recreated" in output
         view = f"icetime.{project.test_schema}__{env}.events_view"
-        sql(project, f"insert into icetime.{project.test_schema}__{env}.events_table values (9, 'z')")
+        sql(
+            project,
+            f"insert into icetime.{project.test_schema}__{env}.events_table values (9, 'z')",
+        )
         assert rows(project, f"select * from {view}") == [(1,), (2,), (9,)]
         assert rows(project, "select * from {s}.events_view") == [(1,), (2,)]

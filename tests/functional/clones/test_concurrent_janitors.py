@@ -51,7 +51,9 @@ def test_two_janitors_at_once(tmp_path: Path, icetime_home: Path) -> None:
     output, _ = create.communicate(timeout=600)
     assert create.returncode == 0, output
     args = json.dumps({"env": ENV, "ignore_ttl": True, "dry_run": False})
-    janitors = [dbt("run-operation", "icetime.drop_expired_environments", "--args", args) for _ in "ab"]
+    janitors = [
+        dbt("run-operation", "icetime.drop_expired_environments", "--args", args) for _ in "ab"
+    ]
     outputs = [j.communicate(timeout=600)[0] for j in janitors]
     codes = [j.returncode for j in janitors]
     # Each janitor either dropped the environment or found it already gone; neither failed.

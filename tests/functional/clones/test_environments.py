@@ -22,7 +22,10 @@ from tests.functional.clones.support import (
     tags,
 )
 
-VIEW_MODEL = "{{ config(materialized='view') }}\nselect id, v from {{ source('raw', 'events') }} where id > 1"
+VIEW_MODEL = (
+    "{{ config(materialized='view') }}\n"
+    "select id, v from {{ source('raw', 'events') }} where id > 1"
+)
 SOURCES = """
 version: 2
 sources:
@@ -90,7 +93,8 @@ class TestEnvironmentLifecycle(EnvironmentProject):
         snapshot_id, retain_ms = tags(project, source)[tag]
         assert snapshot_id == cloned_snapshot
         committed = sql(
-            project, f"select committed_at from {source}.snapshots where snapshot_id = {snapshot_id}",
+            project,
+            f"select committed_at from {source}.snapshots where snapshot_id = {snapshot_id}",
             fetch="one",
         )[0]
         assert retain_ms is not None and committed.timestamp() * 1000 + retain_ms >= expires_ms
@@ -135,9 +139,7 @@ class TestEnvironmentLifecycle(EnvironmentProject):
         assert rows(project, f"select * from {events}") == [(2, "b"), (4, "d")]
 
         before = set(files_under(source_dir))
-        operation(
-            "drop_expired_environments", {"env": env, "ignore_ttl": True, "dry_run": False}
-        )
+        operation("drop_expired_environments", {"env": env, "ignore_ttl": True, "dry_run": False})
         with project.adapter.connection_named("__test"):
             listed = project.adapter.icetime_list_relations(
                 project.adapter.Relation.create(database="icetime", schema=env_schema)

@@ -37,6 +37,20 @@ step "CDF models again with nothing new upstream: no data read, no commit" \
   "dbt run --select active_objects orbit_counts object_changes"
 step "Active objects (CDF merge) and per-orbit counts (CDF recompute), equal to a rebuild" \
   "dbt test --select cdf_models_match_rebuild && dbt show --select orbit_counts"
+step "Pull-request environment: zero-copy clones of every raw and analytics table (views
+   recreated against them) in raw__pr_42 and analytics__pr_42, living 2 hours" \
+  "dbt run-operation icetime.create_environment --args '{env: pr_42, ttl: 2h, from_schema: [raw, analytics], owner: demo}'"
+step "Change the environment: land batch 4 in its raw clones and rebuild its models there" \
+  "dbt run-operation ingest_batch --args '{batch: 4}' --vars '{raw_schema: raw__pr_42}' && dbt run --target pr_42 --vars '{raw_schema: raw__pr_42}'"
+step "Production did not move; the environment did" \
+  "dbt show --inline \"select 'production' as env, count(*) as objects, count_if(is_active) as active from {{ target.database }}.analytics.registry union all select 'pr_42', count(*), count_if(is_active) from {{ target.database }}.analytics__pr_42.registry\""
+step "What the environment costs: bytes shared with production, written by the clones, and held
+   in production only by the clones' tags" \
+  "dbt run-operation icetime.environment_report --args '{env: pr_42}'"
+step "The janitor, dry run (the default): what it would drop" \
+  "dbt run-operation icetime.drop_expired_environments --args '{env: pr_42, ignore_ttl: true}'"
+step "The janitor: drop the environment, its tags and the files it wrote (production untouched)" \
+  "dbt run-operation icetime.drop_expired_environments --args '{env: pr_42, ignore_ttl: true, dry_run: false}'"
 step "Objects per orbit class" "dbt show --select orbit_summary"
 step "Closest approaches at the latest observation" \
   "dbt show --inline \"select * from {{ ref('conjunction_alerts') }} order by miss_distance_km\" --limit 5"

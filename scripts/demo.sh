@@ -23,6 +23,15 @@ for batch in 1 2 3; do
   [ "$batch" = 3 ] && before_batch_3=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
   step "Ingest batch $batch of raw registry data (several Iceberg commits)" \
     "dbt run-operation ingest_batch --args '{batch: $batch}'"
+  if [ "$batch" = 3 ]; then
+    step "Write-audit-publish: build batch 3's marts into Iceberg branch 'batch_3' of each table
+   and test them there; production's marts do not change" \
+      "dbt build --vars '{wap_branch: batch_3}' --exclude resource_type:seed path:models/cdf cdf_models_match_rebuild"
+    step "Production still shows batch 2; the branch shows batch 3" \
+      "dbt show --inline \"select 'main' as ref, max(batches) as batches from {{ target.database }}.analytics.orbit_summary union all select 'batch_3', max(batches) from {{ target.database }}.analytics.orbit_summary version as of 'batch_3'\""
+    step "Publish: every test passed, so main is fast-forwarded to the branch on every table" \
+      "dbt run-operation icetime.publish --args '{branch: batch_3}'"
+  fi
   step "Build and test staging views and marts" "dbt build"
 done
 step "Anomaly replay: rebuild the registry as operators saw it just before batch 3 landed

@@ -26,3 +26,12 @@
     {{ return(report) }}
   {%- endif -%}
 {% endmacro %}
+
+{% macro publish(branch, results=none) %}
+  {#- Write-audit-publish: fast-forward main to `branch` on every table of the project that has
+      it, only if the last `dbt build`/`dbt test --vars '{wap_branch: <branch>}'` passed every
+      test (read from target/run_results.json, or `results`). All tables or none. -#}
+  {%- if execute -%}
+    {{ log(adapter.icetime_publish(branch, graph, results), info=true) }}
+  {%- endif -%}
+{% endmacro %}

@@ -25,7 +25,7 @@ from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.icetime import embedded, errors
+from dbt.adapters.icetime import embedded, errors, wap
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
@@ -168,6 +168,9 @@ class IcetimeAdapter(SparkAdapter):
         node_config = getattr(node, "config", None)
         if node_config is not None:
             apply_iceberg_defaults(getattr(node, "name", "?"), node_config)
+        branch = self.wap_branch()
+        if node is not None and branch is not None:
+            self._write_into_branch(node, branch)
         session = self._pin_session
         if node is not None and session is not None and session.recorded(node.unique_id):
             # Only a model that read pinned inputs has something to guard or to record.
@@ -211,6 +214,9 @@ class IcetimeAdapter(SparkAdapter):
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
         """Record on the table just written which input snapshots it was built from."""
         super().post_model_hook(config, context)
+        if self.wap_branch() is not None:
+            # One Spark session serves the process: leave no branch behind for later commands.
+            self.execute(f"reset {wap.SESSION_SETTING}")
         node = getattr(config, "model", None)
         if node is None or self._pin_session is None or node.unique_id not in self._before_build:
             return
@@ -239,6 +245,46 @@ class IcetimeAdapter(SparkAdapter):
         except errors.MetadataError:
             return None
 
+    # -- branch environments (write-audit-publish) ---------------------------------------------
+
+    def wap_branch(self) -> str | None:
+        """The branch this run writes into and reads from (``--vars '{wap_branch: b}'``)."""
+        value = self.config.cli_vars.get(wap.VAR)
+        return None if value is None else wap.branch_name(value)
+
+    def _write_into_branch(self, node: Any, branch: str) -> None:
+        materialized = getattr(node.config, "materialized", None)
+        wap.refuse_unbranchable(
+            node.name,
+            str(getattr(node, "resource_type", "")),
+            materialized,
+            node.config.get("incremental_strategy"),
+        )
+        if materialized in wap.BRANCHED:
+            target = _node_table(node)
+            branches = wap.Branches(self.metadata_reader(), self.execute, self.icetime_catalog())
+            branches.prepare(target, branch, getattr(node, "compiled_code", None) or "")
+            # dbt-spark then takes its "table exists" path: writes, never a create-or-replace.
+            self.cache_added(
+                self._relation(target.catalog, target.namespace, target.name, RelationType.Table)
+            )
+        self.execute(f"set {wap.SESSION_SETTING} = {branch}")
+
+    @available
+    def icetime_publish(self, branch: Any, graph: Mapping[str, Any], results: Any = None) -> str:
+        """Fast-forward main to ``branch`` on every table of the project, if its tests passed."""
+        name = wap.branch_name(branch)
+        path = Path(_project_root(self.config), str(results or "target/run_results.json"))
+        tables = [
+            _node_table_from(node)
+            for node in graph.get("nodes", {}).values()
+            if node.get("resource_type") == "model"
+            and node.get("config", {}).get("materialized") in wap.BRANCHED
+        ]
+        branches = wap.Branches(self.metadata_reader(), self.execute, self.icetime_catalog())
+        published = branches.publish(name, tables, path)
+        return f"Published branch {name} to main:\n" + "\n".join(f"  {p}" for p in published)
+
     # -- pinned reads ---------------------------------------------------------------------------
 
     @available
@@ -265,6 +311,13 @@ class IcetimeAdapter(SparkAdapter):
         session.prepare(requested, graph, list(selected or []))
         if reader_materialized == "view" and not session.explicit:
             return relation
+        if self.wap_branch() is not None:
+            if session.explicit:
+                raise errors.ConfigurationError(
+                    "pin_snapshot and wap_branch cannot be combined: a branch run reads the "
+                    "branch heads of the tables it builds."
+                )
+            return relation  # read through spark.wap.branch: the branch where it exists
         pinned = session.pinned(table_name(relation), reader_node)
         if pinned is None:
             return relation

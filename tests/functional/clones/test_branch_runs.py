@@ -1,0 +1,115 @@
+"""Write-audit-publish: a run builds into an Iceberg branch, is tested there, and only a fully
+passing test run lets icetime.publish fast-forward main."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+
+from tests.functional.cdf.support import PackageProject, install_package, rows, snapshots, sql
+from tests.functional.clones.support import operation, properties
+
+SOURCES = """
+version: 2
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: events
+models:
+  - name: clean
+    columns:
+      - name: id
+        data_tests: [not_null]
+"""
+MODELS = {
+    "sources.yml": SOURCES,
+    "clean.sql": "{{ config(materialized='table') }}\nselect id, v from {{ source('raw', 'events') }}",
+    "totals.sql": (
+        "{{ config(materialized='incremental', unique_key='v') }}\n"
+        "select v, count(*) as n from {{ ref('clean') }} group by v"
+    ),
+    "clean_view.sql": "{{ config(materialized='view') }}\nselect id from {{ ref('clean') }}",
+}
+WAP = ["--vars", "{wap_branch: audit}"]
+
+
+class TestBranchRuns(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return MODELS
+
+    def test_build_audit_publish(self, project: Any) -> None:
+        install_package(project)
+        sql(project, "create table {s}.events (id bigint, v string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
+        run_dbt(["build"])
+        main_clean = snapshots(project, "clean")
+        assert rows(project, "select * from {s}.totals") == [("a", 1), ("b", 1)]
+
+        # Build into the branch: main does not move; the branch has the new rows.
+        sql(project, "insert into {s}.events values (3, 'a')")
+        write_file(
+            "{{ config(materialized='table') }}\nselect v from {{ ref('totals') }} where n > 1",
+            project.project_root,
+            "models",
+            "busy.sql",
+        )
+        run_dbt(["build", *WAP])
+        assert snapshots(project, "clean") == main_clean
+        assert rows(project, "select * from {s}.clean") == [(1, "a"), (2, "b")]
+        assert rows(project, "select * from {s}.totals") == [("a", 1), ("b", 1)]
+        assert rows(project, "select * from {s}.busy") == [], "a new model: empty on main"
+        assert rows(project, "select * from {s}.clean version as of 'audit'") == [
+            (1, "a"),
+            (2, "b"),
+            (3, "a"),
+        ]
+        assert rows(project, "select * from {s}.totals version as of 'audit'") == [
+            ("a", 2),
+            ("b", 1),
+        ]
+        assert rows(project, "select * from {s}.busy version as of 'audit'") == [("a",)]
+        assert properties(project, "{s}.clean")["write.wap.enabled"] == "true"
+        # The session setting does not outlive the run.
+        assert sql(project, "set spark.wap.branch", fetch="one")[1] == "<undefined>"
+
+        output = operation("publish", {"branch": "audit"})
+        assert "Published branch audit to main" in output
+        assert rows(project, "select * from {s}.totals") == [("a", 2), ("b", 1)]
+        assert rows(project, "select * from {s}.busy") == [("a",)]
+        refs = sql(project, "select name from {s}.clean.refs", fetch="all")
+        assert [r[0] for r in refs] == ["main"]
+
+    def test_failing_tests_publish_nothing(self, project: Any) -> None:
+        sql(project, "insert into {s}.events values (null, 'z')")
+        before = {t: snapshots(project, t) for t in ("clean", "totals")}
+        run_dbt(["build", *WAP], expect_pass=False)
+        output = operation("publish", {"branch": "audit"}, expect_pass=False)
+        assert "Not publishing branch 'audit'; nothing was changed: not every test passed" in output
+        assert "not_null_clean_id" in output
+        assert {t: snapshots(project, t) for t in ("clean", "totals")} == before
+        assert (None, "z") not in rows(project, "select * from {s}.clean")
+
+        # Fixed upstream, rebuilt and passing: main moved since? No: publish goes through.
+        sql(project, "delete from {s}.events where id is null")
+        run_dbt(["build", *WAP])
+        sql(project, "insert into {s}.clean values (99, 'late')")  # main moves meanwhile
+        output = operation("publish", {"branch": "audit"}, expect_pass=False)
+        assert "main moved since the branch was made" in output
+        assert rows(project, "select * from {s}.totals") == [("a", 2), ("b", 1)]
+
+    def test_bad_input(self, project: Any) -> None:
+        _, output = run_dbt_and_capture(["run", "--vars", "{wap_branch: 'x y'}"], expect_pass=False)
+        assert "wap_branch 'x y' is not accepted" in output
+        output = operation("publish", {"branch": "main"}, expect_pass=False)
+        assert "wap_branch 'main' is not accepted" in output
+        run_dbt(["run", *WAP])
+        output = operation("publish", {"branch": "audit"}, expect_pass=False)
+        assert "was not a dbt test or dbt build of this branch" in output
+        Path(project.project_root, "target", "run_results.json").unlink()
+        output = operation("publish", {"branch": "audit"}, expect_pass=False)
+        assert "no test results at" in output

@@ -27,7 +27,9 @@ models:
 """
 MODELS = {
     "sources.yml": SOURCES,
-    "clean.sql": "{{ config(materialized='table') }}\nselect id, v from {{ source('raw', 'events') }}",
+    "clean.sql": (
+        "{{ config(materialized='table') }}\nselect id, v from {{ source('raw', 'events') }}"
+    ),
     "totals.sql": (
         "{{ config(materialized='incremental', unique_key='v') }}\n"
         "select v, count(*) as n from {{ ref('clean') }} group by v"

@@ -26,11 +26,12 @@ for batch in 1 2 3; do
   if [ "$batch" = 3 ]; then
     step "Write-audit-publish: build batch 3's marts into Iceberg branch 'batch_3' of each table
    and test them there; production's marts do not change" \
-      "dbt build --vars '{wap_branch: batch_3}' --exclude resource_type:seed path:models/cdf cdf_models_match_rebuild"
+      "dbt build --vars '{wap_branch: batch_3}' --exclude resource_type:seed path:models/cdf cdf_models_match_rebuild && cp target/run_results.json target/audit_batch_3.json"
     step "Production still shows batch 2; the branch shows batch 3" \
       "dbt show --inline \"select 'main' as ref, max(batches) as batches from {{ target.database }}.analytics.orbit_summary union all select 'batch_3', max(batches) from {{ target.database }}.analytics.orbit_summary version as of 'batch_3'\""
-    step "Publish: every test passed, so main is fast-forwarded to the branch on every table" \
-      "dbt run-operation icetime.publish --args '{branch: batch_3}'"
+    step "Publish: the audit (its saved run results) passed every test, so main is fast-forwarded
+   to the branch on every table" \
+      "dbt run-operation icetime.publish --args '{branch: batch_3, results: target/audit_batch_3.json}'"
   fi
   step "Build and test staging views and marts" "dbt build"
 done

@@ -705,6 +705,8 @@ class IcetimeAdapter(SparkAdapter):
     @available
     def icetime_drop_table(self, relation: BaseRelation) -> str:
         """Drop a table: a clone keeps shared files; a source goes only if no clone reads it."""
+        if not relation.schema or not relation.identifier:
+            return "absent"
         force = self.config.cli_vars.get("icetime_force_drop") is True
         return self._cloner().drop_table(table_name(relation), force=force)
 

@@ -30,8 +30,11 @@
     {% call statement('drop_relation', auto_begin=False) -%}
       drop view if exists {{ relation }}
     {%- endcall %}
-  {%- else -%}
-    {% do adapter.icetime_drop_table(relation) %}
+  {%- elif adapter.icetime_drop_table(relation) == 'absent' -%}
+    {#- Not an Iceberg table of the catalog (a temporary view, or nothing): as dbt-spark would. -#}
+    {% call statement('drop_relation', auto_begin=False) -%}
+      drop table if exists {{ relation }} purge
+    {%- endcall %}
   {%- endif -%}
 {% endmacro %}
 

@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from multiprocessing.context import SpawnContext
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 from dbt.adapters.base.meta import available
 from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
@@ -31,7 +32,7 @@ from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.reads import FileReads, Reads, SnapshotReads, output_schema
 from dbt.adapters.icetime.cdf.runs import CdfRun, Upstream, view_name
-from dbt.adapters.icetime.cdf.state import STATE_PROPERTY
+from dbt.adapters.icetime.cdf.state import STATE_PROPERTY, load_state
 from dbt.adapters.icetime.clones import environments as clone_environments
 from dbt.adapters.icetime.clones import report, selection
 from dbt.adapters.icetime.clones import spec as clone_spec
@@ -39,6 +40,11 @@ from dbt.adapters.icetime.clones.environments import Environments, Records, Sour
 from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.history import diff as history_diff
+from dbt.adapters.icetime.history import expire, restore, tags
+from dbt.adapters.icetime.history import log as history_log
+from dbt.adapters.icetime.history.restore import Restorer
+from dbt.adapters.icetime.history.targets import resolve_targets
 from dbt.adapters.icetime.metadata import (
     FallbackReader,
     MetadataReader,
@@ -47,10 +53,18 @@ from dbt.adapters.icetime.metadata import (
     TableName,
     choose_reader,
 )
+from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.pins import record
+from dbt.adapters.icetime.pins.resolve import resolve
 from dbt.adapters.icetime.pins.schema_mode import current_schema_projection
 from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode, collect_inputs
-from dbt.adapters.icetime.pins.spec import format_ms, parse_point
+from dbt.adapters.icetime.pins.spec import (
+    AtTimestamp,
+    PinError,
+    format_ms,
+    parse_point,
+    parse_request,
+)
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -67,6 +81,8 @@ ICEBERG_FILE_FORMAT = "iceberg"
 # Table property where a built table records the input snapshots it was built from.
 BUILT_FROM_PROPERTY = "icetime.built_from"
 MATERIALIZED_TABLES = ("table", "incremental", "snapshot")
+# The var that pins a run's inputs (see pins/); in dbt_project.yml it also holds snapshots.
+PIN_VAR = "pin_snapshot"
 # Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
 DEFAULT_CLONE_TTL = "7d"
 
@@ -78,6 +94,12 @@ class IcetimeConfig(SparkConfig):
 
 
 class IcetimeAdapter(SparkAdapter):
+    _capabilities = CapabilityDict(
+        {
+            Capability.TableLastModifiedMetadata: CapabilitySupport(support=Support.Full),
+            Capability.TableLastModifiedMetadataBatch: CapabilitySupport(support=Support.Full),
+        }
+    )
     Relation = IcetimeRelation  # type: ignore[assignment]
     ConnectionManager = IcetimeConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = IcetimeConfig  # type: ignore[assignment]
@@ -710,6 +732,232 @@ class IcetimeAdapter(SparkAdapter):
         force = self.config.cli_vars.get("icetime_force_drop") is True
         return self._cloner().drop_table(table_name(relation), force=force)
 
+    # -- history operations ------------------------------------------------------------------
+
+    def _targets(
+        self, model: Any, relation: Any, select: Any, graph: Mapping[str, Any]
+    ) -> list[TableName]:
+        return resolve_targets(
+            model, relation, select, graph, self.icetime_catalog(), self.config.credentials.schema
+        )
+
+    def _snapshot_files(self) -> SnapshotFiles:
+        files = self._cloner().files
+        if files is None:
+            raise errors.ConfigurationError(
+                "This operation reads manifests with pyiceberg, which needs a catalog this "
+                "client can open (catalog_type sqlite or postgres)."
+            )
+        return SnapshotFiles(files.file_io())
+
+    @available
+    def icetime_restore(
+        self,
+        graph: Mapping[str, Any],
+        to: Any,
+        model: Any = None,
+        relation: Any = None,
+        dry_run: Any = False,
+    ) -> str:
+        """Restore tables to a past snapshot; every table is checked before any changes."""
+        if to is None:
+            raise errors.ConfigurationError(
+                "icetime.restore needs 'to': a snapshot id, a timestamp, or tag:/branch:NAME."
+            )
+        point = parse_point(to, "to")
+        dry = clone_spec.flag(dry_run, "dry_run")
+        tables = self._targets(model, relation, None, graph)
+        restorer = Restorer(
+            self.metadata_reader(),
+            self._snapshot_files(),
+            self.execute,
+            self.icetime_catalog(),
+            time.perf_counter,
+        )
+        now = int(time.time() * 1000)
+        plans = [(table, restorer.plan(table, point, now)) for table in tables]
+        if not dry:
+            for table, plan in plans:
+                restorer.apply(table, plan, get_invocation_id(), now)
+        return restore.render([p for _, p in plans], dry)
+
+    @available
+    def icetime_tag(
+        self,
+        graph: Mapping[str, Any],
+        name: Any,
+        model: Any = None,
+        relation: Any = None,
+        select: Any = None,
+        retain: Any = None,
+    ) -> str:
+        """One tag on every selected table at its current snapshot (all or none)."""
+        tag = tags.tag_name(name)
+        tables = self._targets(model, relation, select, graph)
+        made = tags.tag_tables(
+            self.metadata_reader(), self.execute, tag, tables, retain, int(time.time() * 1000)
+        )
+        listed = "\n".join(f"  {table} at snapshot {snapshot}" for table, snapshot in made)
+        return (
+            f"Tagged {len(made)} table(s) {tag!r}:\n{listed}\n"
+            f"Replay them together with --vars '{{pin_snapshot: \"tag:{tag}\"}}'."
+        )
+
+    @available
+    def icetime_expire_snapshots(
+        self,
+        graph: Mapping[str, Any],
+        model: Any = None,
+        relation: Any = None,
+        select: Any = None,
+        older_than: Any = "30d",
+        retain_last: Any = 1,
+        keep_history: Any = "400d",
+        dry_run: Any = False,
+    ) -> str:
+        """Expire old snapshots, archiving their metadata first; held snapshots are kept."""
+        now = int(time.time() * 1000)
+        cutoff = self._expiry_cutoff(older_than, now)
+        keep = clone_spec.duration(keep_history, "keep_history")
+        retain = expire.validate_retain_last(retain_last)
+        dry = clone_spec.flag(dry_run, "dry_run")
+        tables = self._targets(model, relation, select, graph)
+        plans = []
+        for table in tables:
+            try:
+                metadata = self.metadata_reader().table(table)
+            except errors.TableNotFoundError as exc:
+                raise errors.ConfigurationError(
+                    f"Cannot expire snapshots of {table}: it is not an Iceberg table."
+                ) from exc
+            held = self._held_snapshots(table, metadata, graph, now)
+            plans.append(expire.plan_expiry(metadata, table, cutoff, retain, held))
+        if not dry:
+            archive = expire.Archive(self.icetime_catalog(), self.execute)
+            archive.ensure()
+            archive.add(plans, now)
+            for plan in plans:
+                expire.expire(self.execute, self.icetime_catalog(), plan)
+            archive.prune([p.metadata.table_uuid for p in plans], now - keep.ms)
+        return expire.render(plans, dry)
+
+    def _expiry_cutoff(self, older_than: Any, now_ms: int) -> int:
+        if isinstance(older_than, str) and re.fullmatch(r"\s*\d+\s*[mhdwMHDW]\s*", older_than):
+            return now_ms - clone_spec.duration(older_than, "older_than").ms
+        point = parse_point(older_than, "older_than")
+        if not isinstance(point, AtTimestamp):
+            raise errors.ConfigurationError(
+                f"older_than {older_than!r} is not accepted: use a duration such as 30d or a "
+                "timestamp."
+            )
+        if point.instant_ms > now_ms:
+            raise errors.ConfigurationError(
+                f"older_than {older_than!r} is in the future: nothing may be expired ahead of "
+                "time. Use a past timestamp or a duration such as 30d."
+            )
+        return point.instant_ms
+
+    def _held_snapshots(
+        self, table: TableName, metadata: TableMetadata, graph: Mapping[str, Any], now_ms: int
+    ) -> dict[int, list[str]]:
+        """Snapshots of ``table`` that CDF watermarks and configured pins still need."""
+        held: dict[int, list[str]] = {}
+        for node in graph.get("nodes", {}).values():
+            if node.get("config", {}).get("incremental_strategy") != "cdf":
+                continue
+            try:
+                target = self.metadata_reader().table(_node_table_from(node))
+            except errors.TableNotFoundError:
+                continue
+            state = load_state(target.properties, str(_node_table_from(node)))
+            for watermark in state.upstreams.values() if state else ():
+                if watermark.table_uuid == metadata.table_uuid:
+                    held.setdefault(watermark.snapshot_id, []).append(
+                        f"the CDF watermark of {node['name']}"
+                    )
+        configured = self.config.vars.to_dict().get(PIN_VAR)
+        if configured is not None and not str(configured).startswith("@"):
+            point = parse_request(configured, "project var pin_snapshot").point_for(
+                (str(table), f"{table.namespace}.{table.name}", table.name)
+            )
+            if point is not None:
+                try:
+                    pinned = resolve(metadata, point, now_ms).snapshot_id
+                except PinError:
+                    pinned = None
+                if pinned is not None:
+                    held.setdefault(pinned, []).append("the project's pin_snapshot")
+        return held
+
+    @available
+    def icetime_history(
+        self, graph: Mapping[str, Any], model: Any = None, relation: Any = None, limit: Any = 50
+    ) -> Any:
+        """DESCRIBE HISTORY for Iceberg: one row per snapshot-log entry, newest first."""
+        tables = self._targets(model, relation, None, graph)
+        if len(tables) != 1:
+            raise errors.ConfigurationError("icetime.history takes one table (model or relation).")
+        count = _positive_int(limit, "limit")
+        metadata = self.metadata_reader().table(tables[0])
+        found = history_log.entries(metadata, restore.recorded_restores(metadata.properties))
+        return table_from_rows(
+            [entry.values() for entry in found[:count]], list(history_log.COLUMNS)
+        )
+
+    @available
+    def icetime_diff(
+        self,
+        graph: Mapping[str, Any],
+        from_: Any,
+        to: Any,
+        model: Any = None,
+        relation: Any = None,
+        key: Any = None,
+        rows: Any = 0,
+    ) -> str:
+        """Rows only in one version, and with a key, changed rows and which columns changed."""
+        tables = self._targets(model, relation, None, graph)
+        if len(tables) != 1:
+            raise errors.ConfigurationError("icetime.diff takes one table (model or relation).")
+        if from_ is None or to is None:
+            raise errors.ConfigurationError("icetime.diff needs 'from' and 'to' (pin forms).")
+        keys = [k for k in ([key] if isinstance(key, str) else list(key or []))]
+        if not all(isinstance(k, str) and k for k in keys):
+            raise errors.ConfigurationError(f"key {key!r} is not accepted: a column or a list.")
+        shown = 0 if rows in (0, False, None) else _positive_int(rows, "rows")
+        metadata = self.metadata_reader().table(tables[0])
+        now = int(time.time() * 1000)
+        a = resolve(metadata, parse_point(from_, "from"), now).snapshot_id
+        b = resolve(metadata, parse_point(to, "to"), now).snapshot_id
+        result = history_diff.diff(self._fetch_rows, tables[0], metadata, a, b, keys, shown)
+        return history_diff.render(result)
+
+    def calculate_freshness_from_metadata_batch(
+        self, sources: list[BaseRelation], macro_resolver: Any = None
+    ) -> tuple[list[Any], dict[BaseRelation, Any]]:
+        """`dbt source freshness` without loaded_at_field: when the rows last changed (the
+        newest data-changing commit or restore; property, tag and compaction commits do not
+        count), read from the metadata, no query."""
+        now = datetime.now(UTC)
+        responses = {}
+        for source in sources:
+            metadata = self.table_metadata(source)
+            changed = history_log.last_data_change_ms(metadata)
+            at = datetime.fromtimestamp(changed / 1000, UTC) if changed is not None else None
+            responses[source] = self._create_freshness_response(at, now)
+        return [None], responses
+
+    @available
+    def icetime_table_uuid(self, relation: BaseRelation) -> str:
+        return self.table_metadata(relation).table_uuid
+
+    @available
+    def icetime_snapshot_archive(self) -> str:
+        """The archive of expired snapshots (created if missing), as SQL."""
+        archive = expire.Archive(self.icetime_catalog(), self.execute)
+        archive.ensure()
+        return archive.name.sql()
+
     # -- Iceberg metadata -------------------------------------------------------------------
 
     def metadata_reader(self) -> MetadataReader:
@@ -776,6 +1024,12 @@ def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:
         "incremental_strategy"
     ):
         node_config["incremental_strategy"] = "merge" if node_config.get("unique_key") else "append"
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise errors.ConfigurationError(f"{name}={value!r} is not accepted: a whole number >= 1.")
+    return int(value)
 
 
 def table_name(relation: BaseRelation) -> TableName:

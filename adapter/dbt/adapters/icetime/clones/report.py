@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.clones.environments import TABLE, Member
 from dbt.adapters.icetime.clones.service import Clone, parse_name
-from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader, TableMetadata
+from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader
+from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.pins.spec import format_ms
 
 COLUMNS = (
@@ -62,8 +63,7 @@ class Line:
 class Sizes:
     def __init__(self, reader: MetadataReader, files: PyIcebergReader) -> None:
         self.reader = reader
-        self.io = files.file_io()
-        self._manifests: dict[str, dict[str, int]] = {}
+        self.files = SnapshotFiles(files.file_io())
 
     def line(self, member: Member, now_ms: int) -> Line:
         expired = member.expires_ms <= now_ms
@@ -75,11 +75,11 @@ class Sizes:
             return Line(member, expired, None, None, None)
         clone = Clone.of(parse_name(member.clone), metadata)
         location = (clone.location if clone else metadata.location).rstrip("/") + "/"
-        current = self.snapshot_files(metadata, metadata.current_snapshot_id)
+        current = self.files.of(metadata, metadata.current_snapshot_id)
         shared = sum(size for path, size in current.items() if not path.startswith(location))
         every: dict[str, int] = {}
         for snapshot in metadata.snapshots:
-            every.update(self.snapshot_files(metadata, snapshot.snapshot_id))
+            every.update(self.files.of(metadata, snapshot.snapshot_id))
         written = sum(size for path, size in every.items() if path.startswith(location))
         return Line(member, expired, shared, written, self.held(clone))
 
@@ -93,37 +93,16 @@ class Sizes:
         ref = source.refs.get(clone.tag)
         if ref is None:
             return 0
-        tagged = self.snapshot_files(source, ref.snapshot_id)
+        tagged = self.files.of(source, ref.snapshot_id)
         others = {source.current_snapshot_id} | {
             r.snapshot_id for r in source.refs.values() if r.name != clone.tag
         }
         kept: set[str] = set()
         for snapshot_id in others - {ref.snapshot_id}:
-            kept.update(self.snapshot_files(source, snapshot_id))
+            kept.update(self.files.of(source, snapshot_id))
         if ref.snapshot_id in others:
             return 0
         return sum(size for path, size in tagged.items() if path not in kept)
-
-    def snapshot_files(self, metadata: TableMetadata, snapshot_id: int | None) -> dict[str, int]:
-        """Live data and delete files of one snapshot: path -> size in bytes."""
-        if snapshot_id is None:
-            return {}
-        snapshot = metadata.snapshot(snapshot_id)
-        if snapshot is None:
-            return {}
-        from pyiceberg.manifest import read_manifest_list
-
-        files: dict[str, int] = {}
-        for manifest in read_manifest_list(self.io.new_input(snapshot.manifest_list)):
-            cached = self._manifests.get(manifest.manifest_path)
-            if cached is None:
-                cached = {
-                    entry.data_file.file_path: entry.data_file.file_size_in_bytes
-                    for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=True)
-                }
-                self._manifests[manifest.manifest_path] = cached
-            files.update(cached)
-        return files
 
 
 def render(lines: Sequence[Line]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from dbt.adapters.icetime.errors import ConfigurationError
 
 ENV_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
-TTL = re.compile(r"(\d{1,6})\s*(m|h|d|w)")
+TTL = re.compile(r"(\d{1,8})\s*(m|h|d|w)")
 UNIT_MINUTES = {"m": 1, "h": 60, "d": 24 * 60, "w": 7 * 24 * 60}
 MAX_TTL_MINUTES = 366 * 24 * 60
 OWNER = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
@@ -42,18 +42,24 @@ def env_name(value: Any) -> str:
 
 
 def lifetime(value: Any) -> Lifetime:
-    """A validated TTL such as ``7d``, ``36h``, ``90m`` or ``2w``."""
+    """A validated TTL such as ``7d``, ``36h``, ``90m`` or ``2w`` (at most 366 days)."""
+    return duration(value, "TTL", MAX_TTL_MINUTES)
+
+
+def duration(value: Any, what: str, max_minutes: int = 100 * 366 * 24 * 60) -> Lifetime:
+    """A validated positive duration such as ``30d``; ``what`` names it in errors."""
     text = str(value).strip().lower() if isinstance(value, str | int) else None
     match = TTL.fullmatch(text) if text else None
     if match is None or isinstance(value, bool):
         raise ConfigurationError(
-            f"TTL {value!r} is not accepted: use a positive whole number followed by m (minutes), "
-            "h (hours), d (days) or w (weeks), e.g. 7d or 36h."
+            f"{what} {value!r} is not accepted: use a positive whole number followed by m "
+            "(minutes), h (hours), d (days) or w (weeks), e.g. 7d or 36h."
         )
     minutes = int(match.group(1)) * UNIT_MINUTES[match.group(2)]
-    if minutes <= 0 or minutes > MAX_TTL_MINUTES:
+    if minutes <= 0 or minutes > max_minutes:
         raise ConfigurationError(
-            f"TTL {value!r} is not accepted: it must be more than 0 minutes and at most 366 days."
+            f"{what} {value!r} is not accepted: it must be more than 0 minutes and at most "
+            f"{max_minutes // (24 * 60)} days."
         )
     return Lifetime(match.group(1) + match.group(2), minutes)
 

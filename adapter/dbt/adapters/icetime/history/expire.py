@@ -1,0 +1,170 @@
+"""Snapshot expiry that keeps a history of what it expired, and never expires what is held.
+
+Iceberg's expiry forgets: after it, ``t.snapshots`` and ``t.history`` no longer list expired
+snapshots. Before expiring, icetime copies each expiring snapshot's metadata (id, parent,
+commit time, operation, summary, manifest list) into the Iceberg table
+``icetime_system.snapshot_history``, then expires exactly those snapshot ids. Rows older than
+``keep_history`` are pruned.
+
+Kept, with the reason listed: the newest ``retain_last`` snapshots of main, snapshots a tag or
+branch points at (including clones' protective tags), the watermarks of CDF models reading the
+table, and snapshots that a ``pin_snapshot`` configured in the project resolves to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.metadata import Snapshot, TableMetadata, TableName
+from dbt.adapters.icetime.pins.spec import format_ms
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+ARCHIVE_NAMESPACE = "icetime_system"
+ARCHIVE_TABLE = "snapshot_history"
+ARCHIVE_COLUMNS = (
+    "table_name string, table_uuid string, snapshot_id bigint, parent_id bigint, "
+    "committed_at timestamp, operation string, summary map<string, string>, "
+    "manifest_list string, expired_at timestamp"
+)
+
+
+@dataclass
+class ExpiryPlan:
+    table: TableName
+    metadata: TableMetadata
+    expiring: list[Snapshot] = field(default_factory=list)
+    kept: dict[int, list[str]] = field(default_factory=dict)  # old snapshots kept, and why
+
+
+def plan_expiry(
+    metadata: TableMetadata,
+    table: TableName,
+    cutoff_ms: int,
+    retain_last: int,
+    held: Mapping[int, list[str]],
+) -> ExpiryPlan:
+    """Which snapshots older than ``cutoff_ms`` expire, and which are kept and why."""
+    plan = ExpiryPlan(table, metadata)
+    reasons: dict[int, list[str]] = {k: list(v) for k, v in held.items()}
+    for index, snapshot_id in enumerate(_main_ancestry(metadata)):
+        if index < retain_last:
+            reasons.setdefault(snapshot_id, []).append(f"one of the last {retain_last} of main")
+    for ref in metadata.refs.values():
+        why = "a clone's protective tag" if ref.name.startswith("icetime_clone:") else ref.kind
+        reasons.setdefault(ref.snapshot_id, []).append(f"{why} {ref.name!r}")
+    for snapshot in metadata.snapshots:
+        if snapshot.timestamp_ms >= cutoff_ms:
+            continue
+        if snapshot.snapshot_id in reasons:
+            plan.kept[snapshot.snapshot_id] = reasons[snapshot.snapshot_id]
+        else:
+            plan.expiring.append(snapshot)
+    return plan
+
+
+def _main_ancestry(metadata: TableMetadata) -> list[int]:
+    found: list[int] = []
+    current = metadata.current_snapshot_id
+    while current is not None and current not in found:
+        found.append(current)
+        snapshot = metadata.snapshot(current)
+        current = snapshot.parent_id if snapshot is not None else None
+    return found
+
+
+class Archive:
+    def __init__(self, catalog: str | None, execute: Callable[[str], object]) -> None:
+        self.name = TableName(catalog, ARCHIVE_NAMESPACE, ARCHIVE_TABLE)
+        self.execute = execute
+
+    def ensure(self) -> None:
+        namespace = ".".join(
+            quote_identifier(p) for p in (self.name.catalog, self.name.namespace) if p
+        )
+        self.execute(f"create namespace if not exists {namespace}")
+        self.execute(
+            f"create table if not exists {self.name.sql()} ({ARCHIVE_COLUMNS}) using iceberg "
+            "tblproperties ('format-version'='2')"
+        )
+
+    def add(self, plans: Sequence[ExpiryPlan], now_ms: int) -> None:
+        rows = [
+            "("
+            + ", ".join(
+                (
+                    sql_literal(str(plan.table)),
+                    sql_literal(plan.metadata.table_uuid),
+                    str(s.snapshot_id),
+                    "null" if s.parent_id is None else str(s.parent_id),
+                    _timestamp(s.timestamp_ms),
+                    sql_literal(s.operation),
+                    _map(s.summary),
+                    sql_literal(s.manifest_list),
+                    _timestamp(now_ms),
+                )
+            )
+            + ")"
+            for plan in plans
+            for s in plan.expiring
+        ]
+        if rows:
+            self.execute(f"insert into {self.name.sql()} values {', '.join(rows)}")
+
+    def prune(self, uuids: Sequence[str], before_ms: int) -> None:
+        if uuids:
+            listed = ", ".join(sql_literal(u) for u in uuids)
+            self.execute(
+                f"delete from {self.name.sql()} where table_uuid in ({listed}) "
+                f"and expired_at < {_timestamp(before_ms)}"
+            )
+
+
+def expire(execute: Callable[[str], object], catalog: str | None, plan: ExpiryPlan) -> None:
+    """Expire exactly the planned snapshot ids (the epoch cutoff keeps Iceberg from adding any)."""
+    if not plan.expiring:
+        return
+    procedure = f"{quote_identifier(catalog)}.system" if catalog else "system"
+    relative = f"{quote_identifier(plan.table.namespace)}.{quote_identifier(plan.table.name)}"
+    ids = ", ".join(str(s.snapshot_id) for s in plan.expiring)
+    execute(
+        f"call {procedure}.expire_snapshots(table => {sql_literal(relative)}, "
+        f"older_than => timestamp '1970-01-01 00:00:00', retain_last => 1, "
+        f"snapshot_ids => array({ids}))"
+    )
+
+
+def render(plans: Sequence[ExpiryPlan], dry_run: bool) -> str:
+    verb = "Would expire" if dry_run else "Expired"
+    lines = []
+    for plan in plans:
+        lines.append(f"{verb} {len(plan.expiring)} snapshot(s) of {plan.table}")
+        for snapshot_id, why in sorted(plan.kept.items()):
+            lines.append(f"  kept {snapshot_id}: {'; '.join(why)}")
+    return "\n".join(lines)
+
+
+def validate_retain_last(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise errors.ConfigurationError(
+            f"retain_last {value!r} is not accepted: use a whole number of at least 1 (the "
+            "current snapshot is always kept)."
+        )
+    return value
+
+
+def _timestamp(ms: int) -> str:
+    # Epoch milliseconds as a timestamp, independent of the session's time zone.
+    return f"timestamp_millis({int(ms)})"
+
+
+def _map(summary: Mapping[str, str]) -> str:
+    if not summary:
+        return "map()"
+    pairs = ", ".join(f"{sql_literal(k)}, {sql_literal(v)}" for k, v in sorted(summary.items()))
+    return f"map({pairs})"
+
+
+def describe_cutoff(cutoff_ms: int) -> str:
+    return format_ms(cutoff_ms)

@@ -1,0 +1,148 @@
+"""Restore: move a table back to a past snapshot as a metadata operation (no data rewrite).
+
+Before anything changes, every data and delete file the target state reads is checked to
+exist (a restore to a state whose files were expired or deleted would leave a table that fails
+on read; Iceberg's own rollback does not check). The figures are Delta RESTORE's. The restore
+itself is recorded in the table property ``icetime.restores`` and is undone by restoring to the
+snapshot it replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.metadata import MetadataReader, TableName
+from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
+from dbt.adapters.icetime.pins.resolve import resolve
+from dbt.adapters.icetime.pins.spec import Point, format_ms
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+RESTORES_PROPERTY = "icetime.restores"
+KEPT_RESTORES = 50
+MISSING_LISTED = 100
+
+
+@dataclass(frozen=True)
+class Restore:
+    table: str
+    from_snapshot: int | None
+    to_snapshot: int
+    resolved_by: str
+    num_removed_files: int
+    removed_files_size: int
+    num_restored_files: int
+    restored_files_size: int
+    num_of_files_after_restore: int
+    table_size_after_restore: int
+    checked_files: int
+    check_seconds: float
+
+
+class Restorer:
+    def __init__(
+        self,
+        reader: MetadataReader,
+        files: SnapshotFiles,
+        execute: Callable[[str], object],
+        catalog: str | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.reader = reader
+        self.files = files
+        self.execute = execute
+        self.catalog = catalog
+        self.clock = clock
+
+    def plan(self, table: TableName, point: Point, now_ms: int) -> Restore:
+        try:
+            metadata = self.reader.table(table)
+        except errors.TableNotFoundError as exc:
+            raise errors.ConfigurationError(
+                f"Cannot restore {table}: it is not an Iceberg table."
+            ) from exc
+        target = resolve(metadata, point, now_ms)
+        current = metadata.current_snapshot_id
+        if target.snapshot_id == current:
+            raise errors.ConfigurationError(
+                f"Cannot restore {table} to {target.resolved_by}: that is snapshot "
+                f"{target.snapshot_id}, already its current state."
+            )
+        after = self.files.of(metadata, target.snapshot_id)
+        before = self.files.of(metadata, current)
+        started = self.clock()
+        missing = missing_files(after)
+        checked_in = self.clock() - started
+        if missing:
+            listed = "\n".join(f"  - {path}" for path in missing[:MISSING_LISTED])
+            more = len(missing) - MISSING_LISTED
+            raise errors.ConfigurationError(
+                f"Refusing to restore {table} to snapshot {target.snapshot_id}: "
+                f"{len(missing)} of its {len(after)} files no longer exist (expired or deleted):"
+                f"\n{listed}" + (f"\n  ... and {more} more" if more > 0 else "")
+            )
+        removed = {p: s for p, s in before.items() if p not in after}
+        restored = {p: s for p, s in after.items() if p not in before}
+        return Restore(
+            table=str(table),
+            from_snapshot=current,
+            to_snapshot=target.snapshot_id,
+            resolved_by=target.resolved_by,
+            num_removed_files=len(removed),
+            removed_files_size=sum(removed.values()),
+            num_restored_files=len(restored),
+            restored_files_size=sum(restored.values()),
+            num_of_files_after_restore=len(after),
+            table_size_after_restore=sum(after.values()),
+            checked_files=len(after),
+            check_seconds=checked_in,
+        )
+
+    def apply(self, table: TableName, restore: Restore, invocation_id: str, now_ms: int) -> None:
+        procedure = f"{quote_identifier(self.catalog)}.system" if self.catalog else "system"
+        relative = f"{quote_identifier(table.namespace)}.{quote_identifier(table.name)}"
+        self.execute(
+            f"call {procedure}.set_current_snapshot(table => {sql_literal(relative)}, "
+            f"snapshot_id => {int(restore.to_snapshot)})"
+        )
+        metadata = self.reader.table(table)
+        history = json.loads(metadata.properties.get(RESTORES_PROPERTY) or "[]")
+        entry = {
+            **asdict(restore),
+            "restored_at": format_ms(now_ms),
+            "invocation_id": invocation_id,
+        }
+        entry.pop("check_seconds")
+        history = [*history, entry][-KEPT_RESTORES:]
+        self.execute(
+            f"alter table {table.sql()} set tblproperties "
+            f"({sql_literal(RESTORES_PROPERTY)} = {sql_literal(json.dumps(history))})"
+        )
+
+
+def recorded_restores(properties: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The restores icetime recorded on a table, oldest first."""
+    raw = properties.get(RESTORES_PROPERTY)
+    return list(json.loads(raw)) if raw else []
+
+
+def render(restores: Sequence[Restore], dry_run: bool) -> str:
+    verb = "Would restore" if dry_run else "Restored"
+    lines = []
+    for r in restores:
+        lines.append(
+            f"{verb} {r.table} from snapshot {r.from_snapshot} to {r.to_snapshot} "
+            f"({r.resolved_by}): removed {r.num_removed_files} files ({r.removed_files_size} "
+            f"bytes), restored {r.num_restored_files} files ({r.restored_files_size} bytes); "
+            f"after: {r.num_of_files_after_restore} files, {r.table_size_after_restore} bytes. "
+            f"Checked {r.checked_files} files exist in {r.check_seconds:.3f}s."
+        )
+    if not dry_run:
+        lines.append(
+            "Undo with icetime.restore to the 'from' snapshot "
+            "(e.g. --args '{relation: ..., to: <from snapshot>}')."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Which tables a history operation acts on: `model` names, `relation` names, or a `select`."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.metadata import TableName
+
+TABLE_LIKE = ("table", "incremental", "snapshot", "seed")
+PART = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _listed(value: Any, argument: str) -> list[str]:
+    if value is None:
+        return []
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) and i for i in items):
+        raise errors.ConfigurationError(
+            f"Argument {argument}={value!r} is not accepted: give a name or a list of names."
+        )
+    return [i.strip() for i in items]
+
+
+def resolve_targets(
+    model: Any,
+    relation: Any,
+    select: Any,
+    graph: Mapping[str, Any],
+    catalog: str | None,
+    default_schema: str,
+) -> list[TableName]:
+    """The tables named by ``model`` (dbt model names), ``relation`` ([catalog.]schema.table)
+    and ``select`` (globs over the project's table-like models); at least one is required."""
+    nodes = [
+        n
+        for n in graph.get("nodes", {}).values()
+        if n.get("resource_type") in ("model", "seed", "snapshot")
+        and n.get("config", {}).get("materialized") in TABLE_LIKE
+    ]
+    by_name = {n["name"]: n for n in nodes}
+    found: list[TableName] = []
+    for name in _listed(model, "model"):
+        node = by_name.get(name)
+        if node is None:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise errors.ConfigurationError(
+                f"model {name!r} is not a table, incremental, seed or snapshot of this project. "
+                f"Known: {known}."
+            )
+        found.append(_node_table(node, catalog))
+    for text in _listed(relation, "relation"):
+        found.append(parse_relation(text, catalog, default_schema))
+    patterns = _listed(select, "select")
+    for pattern in patterns:
+        matched = [n for n in nodes if fnmatch.fnmatchcase(n["name"], pattern)]
+        if not matched:
+            raise errors.ConfigurationError(f"select {pattern!r} matched no table of this project.")
+        found.extend(_node_table(n, catalog) for n in matched)
+    if not found:
+        raise errors.ConfigurationError("Name the tables: model, relation or select is required.")
+    unique: dict[str, TableName] = {}
+    for table in found:
+        unique.setdefault(str(table), table)
+    return list(unique.values())
+
+
+def parse_relation(text: str, catalog: str | None, default_schema: str) -> TableName:
+    parts = [p.strip("`") for p in text.split(".")]
+    if len(parts) == 1:
+        parts = [default_schema, *parts]
+    if len(parts) == 2:
+        parts = [catalog or "", *parts]
+    if (
+        len(parts) != 3
+        or not all(PART.fullmatch(p) for p in parts[1:])
+        or (parts[0] and not PART.fullmatch(parts[0]))
+    ):
+        raise errors.ConfigurationError(
+            f"relation {text!r} is not accepted: use table, schema.table or "
+            "catalog.schema.table (letters, digits and '_')."
+        )
+    return TableName(parts[0] or None, parts[1], parts[2])
+
+
+def _node_table(node: Mapping[str, Any], catalog: str | None) -> TableName:
+    return TableName(
+        node.get("database") or catalog, node["schema"], node.get("alias") or node["name"]
+    )

@@ -1,0 +1,28 @@
+{% macro expire_snapshots(model=none, relation=none, select=none, older_than='30d', retain_last=1, keep_history='400d', dry_run=false) %}
+  {#- Expire snapshots older than `older_than` (a duration such as 30d, or a timestamp), keeping
+      the last `retain_last` of main and every snapshot a tag, branch, clone, CDF watermark or
+      configured pin holds (listed with the reason). Each expired snapshot's metadata is kept in
+      icetime_system.snapshot_history for `keep_history`. -#}
+  {%- if execute -%}
+    {{ log(adapter.icetime_expire_snapshots(graph, model, relation, select, older_than, retain_last, keep_history, dry_run), info=true) }}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro snapshots_with_expired(relation) %}
+  {#- A query over the live snapshots of `relation` and the ones icetime expired, with an
+      `expired` flag: commits, summaries and commit times keep answering after expiry. -#}
+  {%- set table = relation.incorporate(snapshot_id=none, projection=none) -%}
+  {%- set archive = adapter.icetime_snapshot_archive() if execute else 'icetime_system.snapshot_history' -%}
+  {%- set uuid = adapter.icetime_table_uuid(table) if execute else '' -%}
+  (
+    select committed_at, snapshot_id, parent_id, operation, manifest_list, summary,
+           false as expired, cast(null as timestamp) as expired_at
+    from {{ table }}.snapshots
+    union all
+    select committed_at, snapshot_id, parent_id, operation, manifest_list, summary,
+           true as expired, expired_at
+    from {{ archive }}
+    where table_uuid = {{ adapter.icetime_quote_string(uuid) }}
+      and snapshot_id not in (select snapshot_id from {{ table }}.snapshots)
+  )
+{%- endmacro %}

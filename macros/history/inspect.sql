@@ -1,0 +1,30 @@
+{% macro history(model=none, relation=none, limit=50) %}
+  {#- DESCRIBE HISTORY for an Iceberg table: one row per snapshot-log entry, newest first, with
+      rows/files/bytes added and removed, the writer, and restores marked. Printed, and returned
+      as an agate table. -#}
+  {%- if execute -%}
+    {% set table = adapter.icetime_history(graph, model, relation, limit) %}
+    {% do table.print_table(max_rows=limit, max_columns=12, max_column_width=40) %}
+    {{ return(table) }}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro diff(from, to, model=none, relation=none, key=none, rows=0) %}
+  {#- Two versions of a table side by side: counts of rows only in `from` and only in `to`; with
+      `key`, changed rows and the columns that changed; `rows: N` prints up to N of each. -#}
+  {%- if execute -%}
+    {{ log(adapter.icetime_diff(graph, from, to, model, relation, key, rows), info=true) }}
+  {%- endif -%}
+{% endmacro %}
+
+{% test retention_covers(model, days) %}
+  {#- Fails when the table's oldest retained snapshot is younger than `days` days: time travel
+      that far back, which the project promises, would fail. -#}
+  {%- if days is not number or days <= 0 -%}
+    {% do exceptions.raise_compiler_error("retention_covers: 'days' must be a positive number; got " ~ days) %}
+  {%- endif -%}
+  {%- set table = model.incorporate(snapshot_id=none, projection=none) -%}
+  select min(committed_at) as oldest_snapshot, {{ days }} as promised_days
+  from {{ table }}.snapshots
+  having min(committed_at) > current_timestamp() - make_interval(0, 0, 0, {{ days | int }}, 0, 0, 0)
+{% endtest %}

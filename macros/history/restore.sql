@@ -1,0 +1,8 @@
+{% macro restore(to, model=none, relation=none, dry_run=false) %}
+  {#- Move tables back to a past state (a snapshot id, a timestamp, or tag:/branch:NAME) as a
+      metadata operation, after checking every file that state reads still exists. `model` and
+      `relation` take one name or a list; all tables are checked before any is changed. -#}
+  {%- if execute -%}
+    {{ log(adapter.icetime_restore(graph, to, model, relation, dry_run), info=true) }}
+  {%- endif -%}
+{% endmacro %}

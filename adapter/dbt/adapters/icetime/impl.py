@@ -871,10 +871,16 @@ class IcetimeAdapter(SparkAdapter):
                 continue
             state = load_state(target.properties, str(_node_table_from(node)))
             for watermark in state.upstreams.values() if state else ():
-                if watermark.table_uuid == metadata.table_uuid:
-                    held.setdefault(watermark.snapshot_id, []).append(
+                if watermark.table_uuid != metadata.table_uuid:
+                    continue
+                # The model's next run reads every commit after its watermark.
+                for snapshot_id in expire.since(metadata, watermark.snapshot_id):
+                    why = (
                         f"the CDF watermark of {node['name']}"
+                        if snapshot_id == watermark.snapshot_id
+                        else f"not yet read by CDF model {node['name']}"
                     )
+                    held.setdefault(snapshot_id, []).append(why)
         configured = self.config.vars.to_dict().get(PIN_VAR)
         if configured is not None and not str(configured).startswith("@"):
             point = parse_request(configured, "project var pin_snapshot").point_for(

@@ -64,6 +64,12 @@ def plan_expiry(
     return plan
 
 
+def since(metadata: TableMetadata, watermark: int) -> list[int]:
+    """Main's snapshots from the current one back to ``watermark`` (none if not an ancestor)."""
+    ancestry = _main_ancestry(metadata)
+    return ancestry[: ancestry.index(watermark) + 1] if watermark in ancestry else []
+
+
 def _main_ancestry(metadata: TableMetadata) -> list[int]:
     found: list[int] = []
     current = metadata.current_snapshot_id

@@ -61,6 +61,22 @@ step "The janitor, dry run (the default): what it would drop" \
   "dbt run-operation icetime.drop_expired_environments --args '{env: pr_42, ignore_ttl: true}'"
 step "The janitor: drop the environment, its tags and the files it wrote (production untouched)" \
   "dbt run-operation icetime.drop_expired_environments --args '{env: pr_42, ignore_ttl: true, dry_run: false}'"
+step "Before a risky backfill, one tag on every raw table (replayable or restorable together)" \
+  "dbt run-operation icetime.tag --args '{name: before-backfill, relation: [raw.objects, raw.observations], retain: 30d}'"
+step "A bad backfill lands in raw.objects" "dbt run-operation bad_backfill"
+step "icetime.diff finds it: rows only on one side, changed rows and which columns changed" \
+  "dbt run-operation icetime.diff --args '{relation: raw.objects, from: \"tag:before-backfill\", key: object_id, rows: 3}'"
+step "icetime.restore undoes it: metadata only, every file checked first, Delta's figures" \
+  "dbt run-operation icetime.restore --args '{relation: raw.objects, to: \"tag:before-backfill\"}'"
+step "The table's history, the restore marked" \
+  "dbt run-operation icetime.history --args '{relation: raw.objects, limit: 4}'"
+step "The CDF models read the restored table: it is the state they last read, so nothing to do" \
+  "dbt run --select active_objects orbit_counts"
+step "Monthly expiry with the history kept: expire what is over a minute old, except what tags,
+   CDF watermarks and the newest snapshot hold (each listed with why)" \
+  "dbt run-operation icetime.expire_snapshots --args '{relation: raw.objects, older_than: 1m, retain_last: 1, keep_history: 400d}'"
+step "Commits per month still answer after expiry (icetime.snapshots_with_expired)" \
+  "dbt show --inline \"select date_trunc('month', committed_at) as month, count(*) as commits, count_if(expired) as expired, sum(cast(summary['added-records'] as bigint)) as rows_added from {{ icetime.snapshots_with_expired(source('raw', 'objects')) }} group by 1\""
 step "Objects per orbit class" "dbt show --select orbit_summary"
 step "Closest approaches at the latest observation" \
   "dbt show --inline \"select * from {{ ref('conjunction_alerts') }} order by miss_distance_km\" --limit 5"

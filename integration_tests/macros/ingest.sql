@@ -75,3 +75,14 @@
      using iceberg tblproperties ('format-version' = '2')"
   ]) %}
 {% endmacro %}
+
+{#- A backfill gone wrong, for the demo's history steps: it blanks the operator and moves every
+    object of the first batch to LEO (one Iceberg commit). -#}
+{% macro bad_backfill() %}
+  {% call statement('bad_backfill') %}
+    update {{ target.database }}.{{ var('raw_schema') }}.objects
+    set operator = null, orbit_class = 'LEO'
+    where object_id <= 40
+  {% endcall %}
+  {{ log("bad_backfill: 40 objects of " ~ target.database ~ "." ~ var('raw_schema') ~ ".objects overwritten", info=true) }}
+{% endmacro %}

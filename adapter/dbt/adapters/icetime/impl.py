@@ -925,8 +925,8 @@ class IcetimeAdapter(SparkAdapter):
         tables = self._targets(model, relation, None, graph)
         if len(tables) != 1:
             raise errors.ConfigurationError("icetime.diff takes one table (model or relation).")
-        if from_ is None or to is None:
-            raise errors.ConfigurationError("icetime.diff needs 'from' and 'to' (pin forms).")
+        if from_ is None:
+            raise errors.ConfigurationError("icetime.diff needs 'from' (a pin form).")
         keys = [k for k in ([key] if isinstance(key, str) else list(key or []))]
         if not all(isinstance(k, str) and k for k in keys):
             raise errors.ConfigurationError(f"key {key!r} is not accepted: a column or a list.")
@@ -934,7 +934,13 @@ class IcetimeAdapter(SparkAdapter):
         metadata = self.metadata_reader().table(tables[0])
         now = int(time.time() * 1000)
         a = resolve(metadata, parse_point(from_, "from"), now).snapshot_id
-        b = resolve(metadata, parse_point(to, "to"), now).snapshot_id
+        b = (
+            resolve(metadata, parse_point(to, "to"), now).snapshot_id
+            if to is not None
+            else metadata.current_snapshot_id
+        )
+        if b is None:
+            raise errors.ConfigurationError(f"{tables[0]} has no snapshot to compare.")
         result = history_diff.diff(self._fetch_rows, tables[0], metadata, a, b, keys, shown)
         return history_diff.render(result)
 

@@ -1,0 +1,114 @@
+"""Pure parts of the history operations: what expires, the log, targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.icetime.errors import ConfigurationError
+from dbt.adapters.icetime.history import expire
+from dbt.adapters.icetime.history.log import entries, last_data_change_ms
+from dbt.adapters.icetime.history.targets import parse_relation, resolve_targets
+from dbt.adapters.icetime.metadata import Ref, Snapshot, SnapshotLogEntry, TableMetadata, TableName
+
+T = TableName("icetime", "raw", "orders")
+
+
+def snap(
+    sid: int, parent: int | None, ts: int, operation: str = "append", **summary: str
+) -> Snapshot:
+    return Snapshot(sid, parent, sid, ts, f"m{sid}", 0, {"operation": operation, **summary})
+
+
+def table(snaps: list[Snapshot], log: list[tuple[int, int]], refs: dict[str, Ref]) -> TableMetadata:
+    return TableMetadata(
+        identifier="icetime.raw.orders",
+        metadata_location="m.json",
+        location="file:/wh/raw/orders",
+        format_version=2,
+        table_uuid="u",
+        last_updated_ms=0,
+        current_snapshot_id=log[-1][0],
+        current_schema_id=0,
+        schemas=(),
+        snapshots=tuple(snaps),
+        snapshot_log=tuple(SnapshotLogEntry(s, t) for s, t in log),
+        refs=refs,
+        properties={},
+    )
+
+
+LINE = [snap(1, None, 100), snap(2, 1, 200), snap(3, 2, 300), snap(4, 3, 400)]
+
+
+def test_expiry_plan_keeps_newest_refs_and_held() -> None:
+    meta = table(
+        LINE,
+        [(1, 100), (2, 200), (3, 300), (4, 400)],
+        {"main": Ref("main", "branch", 4), "eod": Ref("eod", "tag", 2)},
+    )
+    plan = expire.plan_expiry(meta, T, cutoff_ms=350, retain_last=1, held={3: ["cdf"]})
+    assert [s.snapshot_id for s in plan.expiring] == [1]
+    assert plan.kept == {2: ["tag 'eod'"], 3: ["cdf"]}
+    plan = expire.plan_expiry(meta, T, cutoff_ms=1000, retain_last=3, held={})
+    assert [s.snapshot_id for s in plan.expiring] == [1]
+    assert plan.kept[4] == ["one of the last 3 of main", "branch 'main'"]
+
+
+def test_since_watermark() -> None:
+    meta = table(LINE, [(1, 100), (2, 200), (3, 300), (4, 400)], {})
+    assert expire.since(meta, 2) == [4, 3, 2]
+    assert expire.since(meta, 99) == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "2", 1.5])
+def test_retain_last(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="retain_last"):
+        expire.validate_retain_last(bad)
+
+
+def test_log_marks_restores_and_finds_the_last_data_change() -> None:
+    snaps = [
+        snap(1, None, 100, **{"added-records": "5"}),
+        snap(2, 1, 200, "replace", **{"added-data-files": "1", "deleted-data-files": "2"}),
+        snap(3, 2, 300, **{"added-records": "1"}),
+    ]
+    meta = table(snaps, [(1, 100), (2, 200), (3, 300), (1, 9000)], {})
+    found = entries(meta, [{"to_snapshot": 1, "invocation_id": "inv"}])
+    assert [e.snapshot.snapshot_id for e in found] == [1, 3, 2, 1]
+    assert found[0].note == "restore to 1 by icetime (dbt invocation inv)"
+    assert last_data_change_ms(meta) == 9000
+    compacted = table(snaps[:2], [(1, 100), (2, 200)], {})
+    assert last_data_change_ms(compacted) == 100, "a compaction is not a load"
+
+
+def test_targets() -> None:
+    graph = {
+        "nodes": {
+            "model.p.orders": {
+                "resource_type": "model",
+                "name": "orders",
+                "schema": "analytics",
+                "database": "icetime",
+                "config": {"materialized": "table"},
+            },
+            "model.p.v": {
+                "resource_type": "model",
+                "name": "v",
+                "schema": "analytics",
+                "config": {"materialized": "view"},
+            },
+        }
+    }
+    found = resolve_targets("orders", "raw.events", None, graph, "icetime", "analytics")
+    assert [str(t) for t in found] == ["icetime.analytics.orders", "icetime.raw.events"]
+    assert [str(t) for t in resolve_targets(None, None, "*", graph, "icetime", "a")] == [
+        "icetime.analytics.orders"
+    ]
+    with pytest.raises(ConfigurationError, match="model 'v' is not a table"):
+        resolve_targets("v", None, None, graph, "icetime", "a")
+    with pytest.raises(ConfigurationError, match="required"):
+        resolve_targets(None, None, None, graph, "icetime", "a")
+    assert str(parse_relation("events", "icetime", "raw")) == "icetime.raw.events"
+    for bad in ("a.b.c.d", "a;b.c", "`x y`.t"):
+        with pytest.raises(ConfigurationError, match="is not accepted"):
+            parse_relation(bad, "icetime", "raw")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt, run_dbt_and_capture, update_config_file
 
 from tests.functional.cdf.support import PackageProject, install_package, rows, snapshots, sql
 from tests.functional.clones.support import operation, tags
@@ -192,3 +192,28 @@ class TestExpiryAndTags(PackageProject):
         result = results["results"][0]
         max_loaded = dt.datetime.fromisoformat(result["max_loaded_at"].replace("Z", "+00:00"))
         assert abs(max_loaded.replace(tzinfo=None) - committed).total_seconds() < 1
+
+
+class TestExpiryKeepsConfiguredPins(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES.split("models:")[0]}
+
+    def test_a_configured_pin_is_kept(self, project: Any) -> None:
+        install_package(project)
+        sql(project, "create table {s}.orders (id bigint, amount int) using iceberg")
+        sql(project, "insert into {s}.orders values (1, 1)")
+        pinned = snapshots(project, "orders")[-1]
+        sql(project, "insert into {s}.orders values (2, 2)")
+        sql(project, "insert into {s}.orders values (3, 3)")
+        # The project replays orders at that snapshot (dbt_project.yml vars).
+        update_config_file(
+            {"vars": {"pin_snapshot": {f"{project.test_schema}.orders": pinned}}},
+            project.project_root,
+            "dbt_project.yml",
+        )
+        time.sleep(1)
+        args = {"relation": f"{project.test_schema}.orders", "older_than": now_text()}
+        listing = operation("expire_snapshots", {**args, "dry_run": True})
+        assert "Would expire 1 snapshot(s)" in listing
+        assert f"kept {pinned}: the project's pin_snapshot" in listing

@@ -66,9 +66,10 @@ def drop_environments(project: Any) -> None:
     """Teardown: drop this project's environments before its schema (clones pin sources)."""
     adapter = project.adapter
     with adapter.connection_named("__test_cleanup"):
-        for member in adapter._environments().records.read():
+        environments = adapter.clones().environments
+        for member in environments.records.read():
             if project.test_schema in member.clone:
-                adapter._environments().drop([member])
+                environments.drop([member])
 
 
 def expire_history(project: Any, table: str) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import getpass
 import itertools
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -32,19 +30,15 @@ from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.reads import FileReads, Reads, SnapshotReads, output_schema
 from dbt.adapters.icetime.cdf.runs import CdfRun, Upstream, view_name
-from dbt.adapters.icetime.cdf.state import STATE_PROPERTY, load_state
-from dbt.adapters.icetime.clones import environments as clone_environments
-from dbt.adapters.icetime.clones import report, selection
-from dbt.adapters.icetime.clones import spec as clone_spec
-from dbt.adapters.icetime.clones.environments import Environments, Records, SourceObject
-from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
+from dbt.adapters.icetime.cdf.state import STATE_PROPERTY
+from dbt.adapters.icetime.clones import report as clone_report
+from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
+from dbt.adapters.icetime.clones.operations import CloneOperations
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.history import diff as history_diff
-from dbt.adapters.icetime.history import expire, restore, tags
+from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history import log as history_log
-from dbt.adapters.icetime.history.restore import Restorer
-from dbt.adapters.icetime.history.targets import resolve_targets
+from dbt.adapters.icetime.history.operations import HistoryOperations
 from dbt.adapters.icetime.metadata import (
     FallbackReader,
     MetadataReader,
@@ -53,19 +47,12 @@ from dbt.adapters.icetime.metadata import (
     TableName,
     choose_reader,
 )
-from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.pins import record
-from dbt.adapters.icetime.pins.resolve import resolve
 from dbt.adapters.icetime.pins.schema_mode import current_schema_projection
 from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode, collect_inputs
-from dbt.adapters.icetime.pins.spec import (
-    AtTimestamp,
-    PinError,
-    format_ms,
-    parse_point,
-    parse_request,
-)
+from dbt.adapters.icetime.pins.spec import format_ms
 from dbt.adapters.icetime.relation import IcetimeRelation
+from dbt.adapters.icetime.services import Services
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
@@ -81,10 +68,6 @@ ICEBERG_FILE_FORMAT = "iceberg"
 # Table property where a built table records the input snapshots it was built from.
 BUILT_FROM_PROPERTY = "icetime.built_from"
 MATERIALIZED_TABLES = ("table", "incremental", "snapshot")
-# The var that pins a run's inputs (see pins/); in dbt_project.yml it also holds snapshots.
-PIN_VAR = "pin_snapshot"
-# Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
-DEFAULT_CLONE_TTL = "7d"
 
 
 @dataclass
@@ -544,48 +527,42 @@ class IcetimeAdapter(SparkAdapter):
                 )
             )
 
-    # -- zero-copy clones and environments -------------------------------------------------------
+    # -- zero-copy clones and environments (clones/operations.py) ------------------------------
 
-    def _cloner(self) -> Cloner:
+    def services(self) -> Services:
+        """What the clone and history operations use of this adapter."""
         creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
         reader = self.metadata_reader()
         files = reader if isinstance(reader, PyIcebergReader) else None
         if isinstance(reader, FallbackReader):
             files = reader.pyiceberg
-        warehouse = CatalogSettings.from_credentials(creds).warehouse if creds.is_embedded else None
-        return Cloner(reader, files, self.execute, self.icetime_catalog(), warehouse)
-
-    def _environments(self) -> Environments:
-        cloner = self._cloner()
-        return Environments(
-            cloner,
-            Records(cloner.catalog, self.execute, self._fetch_rows),
-            self._schema_objects,
-            self._view_sql,
+        settings = CatalogSettings.from_credentials(creds)
+        return Services(
+            execute=self.execute,
+            fetch=self._fetch_rows,
+            reader=reader,
+            files=files,
+            catalog=self.icetime_catalog(),
+            warehouse=settings.warehouse if creds.is_embedded else None,
+            sqlite_path=settings.sqlite_path,
+            project_root=_project_root(self.config),
+            default_schema=creds.schema or "",
+            target_name=self.config.target_name,
+            profile_user=creds.user,
+            cli_vars=self.config.cli_vars,
+            project_vars=self.config.vars.to_dict(),
+            invocation_id=get_invocation_id(),
         )
+
+    def clones(self) -> CloneOperations:
+        return CloneOperations(self.services(), self._schema_objects)
 
     def _schema_objects(self, schema: str) -> list[SourceObject]:
         relation = self.Relation.create(database=self.icetime_catalog(), schema=schema)
         return [
-            SourceObject(
-                table_name(r), clone_environments.VIEW if r.is_view else clone_environments.TABLE
-            )
+            SourceObject(table_name(r), VIEW if r.is_view else TABLE)
             for r in self.list_relations_without_caching(relation)
         ]
-
-    def _view_sql(self, name: TableName) -> str:
-        rows = self._fetch_rows(f"show create table {name.sql()}")
-        text = str(rows[0][0]) if rows else ""
-        _, found, query = text.partition("\nAS\n")
-        if not found:
-            raise errors.MetadataError(f"Could not read the SQL of view {name}: {text[:200]!r}")
-        return query.strip()
-
-    def _owner(self, value: Any) -> str:
-        if value is None:
-            creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
-            value = self.config.cli_vars.get("icetime_owner") or creds.user or getpass.getuser()
-        return clone_spec.owner(value)
 
     @available
     def icetime_create_environment(
@@ -600,38 +577,8 @@ class IcetimeAdapter(SparkAdapter):
         replace: Any = False,
     ) -> str:
         """Clone a schema's (or a manifest's) tables into environment ``env``; see the README."""
-        name = clone_spec.env_name(env)
-        lifetime = clone_spec.lifetime(ttl)
-        who = self._owner(owner)
-        point = parse_point(at, "at") if at is not None else None
-        rebuild = clone_spec.flag(replace, "replace")
-        if (from_schema is None) == (state is None):
-            raise errors.ConfigurationError(
-                "icetime.create_environment needs exactly one of from_schema (a schema name or "
-                "a list of them) or state (a dbt target directory); got "
-                f"from_schema={from_schema!r}, state={state!r}."
-            )
-        if state is not None:
-            objects = selection.from_manifest(
-                str(state), _project_root(self.config), self.icetime_catalog()
-            )
-        else:
-            objects = []
-            for schema in selection.names(from_schema, "from_schema"):
-                found = self._schema_objects(schema)
-                if not found:
-                    raise errors.ConfigurationError(
-                        f"from_schema: schema {schema!r} does not exist or holds no table or view."
-                    )
-                objects.extend(found)
-        chosen = selection.select(objects, selection.names(select, "select"))
-        started = time.monotonic()
-        members = self._environments().create(name, lifetime, who, chosen, point, rebuild)
-        tables = sum(1 for m in members if m.kind == clone_environments.TABLE)
-        return (
-            f"Environment {name}: {tables} table(s) cloned and {len(members) - tables} view(s) "
-            f"recreated in {time.monotonic() - started:.1f}s, owner {who}, expires "
-            f"{format_ms(max(m.expires_ms for m in members))}."
+        return self.clones().create_environment(
+            env, ttl, from_schema, state, select, at, owner, replace
         )
 
     @available
@@ -639,116 +586,40 @@ class IcetimeAdapter(SparkAdapter):
         self, env: Any = None, dry_run: Any = True, ignore_ttl: Any = False
     ) -> str:
         """The janitor: drop expired clones, their tags and files (dry run by default)."""
-        name = clone_spec.env_name(env) if env is not None else None
-        dry = clone_spec.flag(dry_run, "dry_run")
-        everything = clone_spec.flag(ignore_ttl, "ignore_ttl")
-        creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
-        with clone_environments.one_janitor_at_a_time(
-            CatalogSettings.from_credentials(creds).sqlite_path
-        ):
-            return self._janitor(name, dry, everything)
-
-    def _janitor(self, name: str | None, dry: bool, everything: bool) -> str:
-        environments = self._environments()
-        now = int(time.time() * 1000)
-        due, _ = environments.expired(name, everything, now)
-        if not due:
-            return "No expired environment to drop."
-        listed = "\n".join(
-            f"  {m.env}: {m.kind} {m.clone} (owner {m.owner}, age "
-            f"{(now - m.created_ms) / 3_600_000:.1f}h, expires {format_ms(m.expires_ms)})"
-            for m in due
-        )
-        if dry:
-            return (
-                f"Dry run: would drop {len(due)} object(s):\n{listed}\n"
-                "Pass dry_run: false to drop them."
-            )
-        outcome = environments.drop(due)
-        if outcome.failed:
-            raise errors.IcetimeError(clone_environments.failures_message(outcome.failed))
-        return f"Dropped {len(outcome.dropped)} object(s):\n{listed}"
+        return self.clones().drop_expired_environments(env, dry_run, ignore_ttl)
 
     @available
     def icetime_environment_report(self, env: Any = None) -> Any:
         """Per environment and object: bytes shared, written and held; as an agate table."""
-        name = clone_spec.env_name(env) if env is not None else None
-        environments = self._environments()
-        files = environments.cloner.files
-        if files is None:
-            raise errors.ConfigurationError(
-                "icetime.environment_report reads manifests with pyiceberg, which needs a "
-                "catalog this client can open (catalog_type sqlite or postgres)."
-            )
-        members = environments.records.read(name)
-        if name is not None and not members:
-            raise errors.ConfigurationError(
-                f"Environment {name!r} does not exist: no record of it."
-            )
-        sizes = report.Sizes(self.metadata_reader(), files)
-        now = int(time.time() * 1000)
-        self._report_lines = [sizes.line(m, now) for m in members]
-        return table_from_rows([line.values() for line in self._report_lines], list(report.COLUMNS))
+        self._report_lines = self.clones().report(env)
+        return table_from_rows(
+            [line.values() for line in self._report_lines], list(clone_report.COLUMNS)
+        )
 
     @available
     def icetime_render_report(self) -> str:
         """The last icetime_environment_report as a console table."""
-        return report.render(getattr(self, "_report_lines", []))
+        return clone_report.render(getattr(self, "_report_lines", []))
 
     @available
     def icetime_clone_relation(
         self, source: BaseRelation, target: BaseRelation, existing: BaseRelation | None
     ) -> str:
         """`dbt clone`: replace ``target`` with a zero-copy clone of ``source``."""
-        cli_vars = self.config.cli_vars
-        env = cli_vars.get("icetime_env") or re.sub(
-            r"[^a-z0-9_]", "_", self.config.target_name.lower()
-        )
-        request = CloneRequest(
-            table_name(source),
-            table_name(target),
-            clone_spec.env_name(env),
-            clone_spec.lifetime(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL)),
-            self._owner(None),
-        )
-        environments = self._environments()
-        if existing is not None:
-            self._drop_for_replace(existing)
-        clone = environments.cloner.clone(request)
-        environments.records.add([Environments.member_of(clone, "dbt clone")])
-        return f"CLONE of {clone.source} at snapshot {clone.snapshot_id}"
-
-    def _drop_for_replace(self, existing: BaseRelation) -> None:
-        if existing.is_view:
+        if existing is not None and existing.is_view:
             self.execute(f"drop view if exists {table_name(existing).sql()}")
-        else:
+        elif existing is not None:
             self.icetime_drop_table(existing)
+        return self.clones().clone_for_dbt(table_name(source), table_name(target))
 
     @available
     def icetime_drop_table(self, relation: BaseRelation) -> str:
         """Drop a table: a clone keeps shared files; a source goes only if no clone reads it."""
         if not relation.schema or not relation.identifier:
             return "absent"
-        force = self.config.cli_vars.get("icetime_force_drop") is True
-        return self._cloner().drop_table(table_name(relation), force=force)
+        return self.clones().drop_table(table_name(relation))
 
-    # -- history operations ------------------------------------------------------------------
-
-    def _targets(
-        self, model: Any, relation: Any, select: Any, graph: Mapping[str, Any]
-    ) -> list[TableName]:
-        return resolve_targets(
-            model, relation, select, graph, self.icetime_catalog(), self.config.credentials.schema
-        )
-
-    def _snapshot_files(self) -> SnapshotFiles:
-        files = self._cloner().files
-        if files is None:
-            raise errors.ConfigurationError(
-                "This operation reads manifests with pyiceberg, which needs a catalog this "
-                "client can open (catalog_type sqlite or postgres)."
-            )
-        return SnapshotFiles(files.file_io())
+    # -- history operations (history/operations.py) -------------------------------------------
 
     @available
     def icetime_restore(
@@ -759,27 +630,7 @@ class IcetimeAdapter(SparkAdapter):
         relation: Any = None,
         dry_run: Any = False,
     ) -> str:
-        """Restore tables to a past snapshot; every table is checked before any changes."""
-        if to is None:
-            raise errors.ConfigurationError(
-                "icetime.restore needs 'to': a snapshot id, a timestamp, or tag:/branch:NAME."
-            )
-        point = parse_point(to, "to")
-        dry = clone_spec.flag(dry_run, "dry_run")
-        tables = self._targets(model, relation, None, graph)
-        restorer = Restorer(
-            self.metadata_reader(),
-            self._snapshot_files(),
-            self.execute,
-            self.icetime_catalog(),
-            time.perf_counter,
-        )
-        now = int(time.time() * 1000)
-        plans = [(table, restorer.plan(table, point, now)) for table in tables]
-        if not dry:
-            for table, plan in plans:
-                restorer.apply(table, plan, get_invocation_id(), now)
-        return restore.render([p for _, p in plans], dry)
+        return HistoryOperations(self.services(), graph).restore(to, model, relation, dry_run)
 
     @available
     def icetime_tag(
@@ -791,17 +642,7 @@ class IcetimeAdapter(SparkAdapter):
         select: Any = None,
         retain: Any = None,
     ) -> str:
-        """One tag on every selected table at its current snapshot (all or none)."""
-        tag = tags.tag_name(name)
-        tables = self._targets(model, relation, select, graph)
-        made = tags.tag_tables(
-            self.metadata_reader(), self.execute, tag, tables, retain, int(time.time() * 1000)
-        )
-        listed = "\n".join(f"  {table} at snapshot {snapshot}" for table, snapshot in made)
-        return (
-            f"Tagged {len(made)} table(s) {tag!r}:\n{listed}\n"
-            f"Replay them together with --vars '{{pin_snapshot: \"tag:{tag}\"}}'."
-        )
+        return HistoryOperations(self.services(), graph).tag(name, model, relation, select, retain)
 
     @available
     def icetime_expire_snapshots(
@@ -815,100 +656,17 @@ class IcetimeAdapter(SparkAdapter):
         keep_history: Any = "400d",
         dry_run: Any = False,
     ) -> str:
-        """Expire old snapshots, archiving their metadata first; held snapshots are kept."""
-        now = int(time.time() * 1000)
-        cutoff = self._expiry_cutoff(older_than, now)
-        keep = clone_spec.duration(keep_history, "keep_history")
-        retain = expire.validate_retain_last(retain_last)
-        dry = clone_spec.flag(dry_run, "dry_run")
-        tables = self._targets(model, relation, select, graph)
-        plans = []
-        for table in tables:
-            try:
-                metadata = self.metadata_reader().table(table)
-            except errors.TableNotFoundError as exc:
-                raise errors.ConfigurationError(
-                    f"Cannot expire snapshots of {table}: it is not an Iceberg table."
-                ) from exc
-            held = self._held_snapshots(table, metadata, graph, now)
-            plans.append(expire.plan_expiry(metadata, table, cutoff, retain, held))
-        if not dry:
-            archive = expire.Archive(self.icetime_catalog(), self.execute)
-            archive.ensure()
-            archive.add(plans, now)
-            for plan in plans:
-                expire.expire(self.execute, self.icetime_catalog(), plan)
-            archive.prune([p.metadata.table_uuid for p in plans], now - keep.ms)
-        return expire.render(plans, dry)
-
-    def _expiry_cutoff(self, older_than: Any, now_ms: int) -> int:
-        if isinstance(older_than, str) and re.fullmatch(r"\s*\d+\s*[mhdwMHDW]\s*", older_than):
-            return now_ms - clone_spec.duration(older_than, "older_than").ms
-        point = parse_point(older_than, "older_than")
-        if not isinstance(point, AtTimestamp):
-            raise errors.ConfigurationError(
-                f"older_than {older_than!r} is not accepted: use a duration such as 30d or a "
-                "timestamp."
-            )
-        if point.instant_ms > now_ms:
-            raise errors.ConfigurationError(
-                f"older_than {older_than!r} is in the future: nothing may be expired ahead of "
-                "time. Use a past timestamp or a duration such as 30d."
-            )
-        return point.instant_ms
-
-    def _held_snapshots(
-        self, table: TableName, metadata: TableMetadata, graph: Mapping[str, Any], now_ms: int
-    ) -> dict[int, list[str]]:
-        """Snapshots of ``table`` that CDF watermarks and configured pins still need."""
-        held: dict[int, list[str]] = {}
-        for node in graph.get("nodes", {}).values():
-            if node.get("config", {}).get("incremental_strategy") != "cdf":
-                continue
-            try:
-                target = self.metadata_reader().table(_node_table_from(node))
-            except errors.TableNotFoundError:
-                continue
-            state = load_state(target.properties, str(_node_table_from(node)))
-            for watermark in state.upstreams.values() if state else ():
-                if watermark.table_uuid != metadata.table_uuid:
-                    continue
-                # The model's next run reads every commit after its watermark.
-                for snapshot_id in expire.since(metadata, watermark.snapshot_id):
-                    why = (
-                        f"the CDF watermark of {node['name']}"
-                        if snapshot_id == watermark.snapshot_id
-                        else f"not yet read by CDF model {node['name']}"
-                    )
-                    held.setdefault(snapshot_id, []).append(why)
-        configured = self.config.vars.to_dict().get(PIN_VAR)
-        if configured is not None and not str(configured).startswith("@"):
-            point = parse_request(configured, "project var pin_snapshot").point_for(
-                (str(table), f"{table.namespace}.{table.name}", table.name)
-            )
-            if point is not None:
-                try:
-                    pinned = resolve(metadata, point, now_ms).snapshot_id
-                except PinError:
-                    pinned = None
-                if pinned is not None:
-                    held.setdefault(pinned, []).append("the project's pin_snapshot")
-        return held
+        return HistoryOperations(self.services(), graph).expire_snapshots(
+            model, relation, select, older_than, retain_last, keep_history, dry_run
+        )
 
     @available
     def icetime_history(
         self, graph: Mapping[str, Any], model: Any = None, relation: Any = None, limit: Any = 50
     ) -> Any:
         """DESCRIBE HISTORY for Iceberg: one row per snapshot-log entry, newest first."""
-        tables = self._targets(model, relation, None, graph)
-        if len(tables) != 1:
-            raise errors.ConfigurationError("icetime.history takes one table (model or relation).")
-        count = _positive_int(limit, "limit")
-        metadata = self.metadata_reader().table(tables[0])
-        found = history_log.entries(metadata, restore.recorded_restores(metadata.properties))
-        return table_from_rows(
-            [entry.values() for entry in found[:count]], list(history_log.COLUMNS)
-        )
+        found = HistoryOperations(self.services(), graph).history(model, relation, limit)
+        return table_from_rows([entry.values() for entry in found], list(history_log.COLUMNS))
 
     @available
     def icetime_diff(
@@ -921,28 +679,7 @@ class IcetimeAdapter(SparkAdapter):
         key: Any = None,
         rows: Any = 0,
     ) -> str:
-        """Rows only in one version, and with a key, changed rows and which columns changed."""
-        tables = self._targets(model, relation, None, graph)
-        if len(tables) != 1:
-            raise errors.ConfigurationError("icetime.diff takes one table (model or relation).")
-        if from_ is None:
-            raise errors.ConfigurationError("icetime.diff needs 'from' (a pin form).")
-        keys = [k for k in ([key] if isinstance(key, str) else list(key or []))]
-        if not all(isinstance(k, str) and k for k in keys):
-            raise errors.ConfigurationError(f"key {key!r} is not accepted: a column or a list.")
-        shown = 0 if rows in (0, False, None) else _positive_int(rows, "rows")
-        metadata = self.metadata_reader().table(tables[0])
-        now = int(time.time() * 1000)
-        a = resolve(metadata, parse_point(from_, "from"), now).snapshot_id
-        b = (
-            resolve(metadata, parse_point(to, "to"), now).snapshot_id
-            if to is not None
-            else metadata.current_snapshot_id
-        )
-        if b is None:
-            raise errors.ConfigurationError(f"{tables[0]} has no snapshot to compare.")
-        result = history_diff.diff(self._fetch_rows, tables[0], metadata, a, b, keys, shown)
-        return history_diff.render(result)
+        return HistoryOperations(self.services(), graph).diff(from_, to, model, relation, key, rows)
 
     def calculate_freshness_from_metadata_batch(
         self, sources: list[BaseRelation], macro_resolver: Any = None
@@ -953,8 +690,7 @@ class IcetimeAdapter(SparkAdapter):
         now = datetime.now(UTC)
         responses = {}
         for source in sources:
-            metadata = self.table_metadata(source)
-            changed = history_log.last_data_change_ms(metadata)
+            changed = history_log.last_data_change_ms(self.table_metadata(source))
             at = datetime.fromtimestamp(changed / 1000, UTC) if changed is not None else None
             responses[source] = self._create_freshness_response(at, now)
         return [None], responses
@@ -1036,12 +772,6 @@ def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:
         "incremental_strategy"
     ):
         node_config["incremental_strategy"] = "merge" if node_config.get("unique_key") else "append"
-
-
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise errors.ConfigurationError(f"{name}={value!r} is not accepted: a whole number >= 1.")
-    return int(value)
 
 
 def table_name(relation: BaseRelation) -> TableName:

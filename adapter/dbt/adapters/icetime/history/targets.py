@@ -51,7 +51,7 @@ def resolve_targets(
                 f"model {name!r} is not a table, incremental, seed or snapshot of this project. "
                 f"Known: {known}."
             )
-        found.append(_node_table(node, catalog))
+        found.append(node_table(node, catalog))
     for text in _listed(relation, "relation"):
         found.append(parse_relation(text, catalog, default_schema))
     patterns = _listed(select, "select")
@@ -59,7 +59,7 @@ def resolve_targets(
         matched = [n for n in nodes if fnmatch.fnmatchcase(n["name"], pattern)]
         if not matched:
             raise errors.ConfigurationError(f"select {pattern!r} matched no table of this project.")
-        found.extend(_node_table(n, catalog) for n in matched)
+        found.extend(node_table(n, catalog) for n in matched)
     if not found:
         raise errors.ConfigurationError("Name the tables: model, relation or select is required.")
     unique: dict[str, TableName] = {}
@@ -86,7 +86,7 @@ def parse_relation(text: str, catalog: str | None, default_schema: str) -> Table
     return TableName(parts[0] or None, parts[1], parts[2])
 
 
-def _node_table(node: Mapping[str, Any], catalog: str | None) -> TableName:
+def node_table(node: Mapping[str, Any], catalog: str | None) -> TableName:
     return TableName(
         node.get("database") or catalog, node["schema"], node.get("alias") or node["name"]
     )

@@ -1,0 +1,158 @@
+"""The clone operations dbt calls: environments, the janitor, the report, `dbt clone`, drops."""
+
+from __future__ import annotations
+
+import getpass
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.clones import environments as envs
+from dbt.adapters.icetime.clones import report, selection, spec
+from dbt.adapters.icetime.clones.environments import Environments, Records, SourceObject
+from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
+from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.pins.spec import format_ms, parse_point
+from dbt.adapters.icetime.services import Services
+
+# Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
+DEFAULT_CLONE_TTL = "7d"
+
+
+class CloneOperations:
+    def __init__(self, services: Services, list_schema: Callable[[str], list[SourceObject]]):
+        self.services = services
+        self.list_schema = list_schema
+        self.cloner = Cloner(
+            services.reader, services.files, services.execute, services.catalog, services.warehouse
+        )
+        self.environments = Environments(
+            self.cloner,
+            Records(services.catalog, services.execute, services.fetch),
+            list_schema,
+            self._view_sql,
+        )
+
+    def _view_sql(self, name: TableName) -> str:
+        rows = self.services.fetch(f"show create table {name.sql()}")
+        text = str(rows[0][0]) if rows else ""
+        _, found, query = text.partition("\nAS\n")
+        if not found:
+            raise errors.MetadataError(f"Could not read the SQL of view {name}: {text[:200]!r}")
+        return query.strip()
+
+    def owner(self, value: Any) -> str:
+        if value is None:
+            value = (
+                self.services.cli_vars.get("icetime_owner")
+                or self.services.profile_user
+                or getpass.getuser()
+            )
+        return spec.owner(value)
+
+    def create_environment(
+        self,
+        env: Any,
+        ttl: Any,
+        from_schema: Any,
+        state: Any,
+        select: Any,
+        at: Any,
+        owner: Any,
+        replace: Any,
+    ) -> str:
+        name = spec.env_name(env)
+        lifetime = spec.lifetime(ttl)
+        who = self.owner(owner)
+        point = parse_point(at, "at") if at is not None else None
+        rebuild = spec.flag(replace, "replace")
+        if (from_schema is None) == (state is None):
+            raise errors.ConfigurationError(
+                "icetime.create_environment needs exactly one of from_schema (a schema name or "
+                "a list of them) or state (a dbt target directory); got "
+                f"from_schema={from_schema!r}, state={state!r}."
+            )
+        if state is not None:
+            objects = selection.from_manifest(
+                str(state), self.services.project_root, self.services.catalog
+            )
+        else:
+            objects = []
+            for schema in selection.names(from_schema, "from_schema"):
+                found = self.list_schema(schema)
+                if not found:
+                    raise errors.ConfigurationError(
+                        f"from_schema: schema {schema!r} does not exist or holds no table or view."
+                    )
+                objects.extend(found)
+        chosen = selection.select(objects, selection.names(select, "select"))
+        started = time.monotonic()
+        members = self.environments.create(name, lifetime, who, chosen, point, rebuild)
+        tables = sum(1 for m in members if m.kind == envs.TABLE)
+        return (
+            f"Environment {name}: {tables} table(s) cloned and {len(members) - tables} view(s) "
+            f"recreated in {time.monotonic() - started:.1f}s, owner {who}, expires "
+            f"{format_ms(max(m.expires_ms for m in members))}."
+        )
+
+    def drop_expired_environments(self, env: Any, dry_run: Any, ignore_ttl: Any) -> str:
+        name = spec.env_name(env) if env is not None else None
+        dry = spec.flag(dry_run, "dry_run")
+        everything = spec.flag(ignore_ttl, "ignore_ttl")
+        with envs.one_janitor_at_a_time(self.services.sqlite_path):
+            return self._janitor(name, dry, everything)
+
+    def _janitor(self, name: str | None, dry: bool, everything: bool) -> str:
+        now = int(time.time() * 1000)
+        due, _ = self.environments.expired(name, everything, now)
+        if not due:
+            return "No expired environment to drop."
+        listed = "\n".join(
+            f"  {m.env}: {m.kind} {m.clone} (owner {m.owner}, age "
+            f"{(now - m.created_ms) / 3_600_000:.1f}h, expires {format_ms(m.expires_ms)})"
+            for m in due
+        )
+        if dry:
+            return (
+                f"Dry run: would drop {len(due)} object(s):\n{listed}\n"
+                "Pass dry_run: false to drop them."
+            )
+        outcome = self.environments.drop(due)
+        if outcome.failed:
+            raise errors.IcetimeError(envs.failures_message(outcome.failed))
+        return f"Dropped {len(outcome.dropped)} object(s):\n{listed}"
+
+    def report(self, env: Any) -> list[report.Line]:
+        name = spec.env_name(env) if env is not None else None
+        files = self.services.require_files("icetime.environment_report")
+        members = self.environments.records.read(name)
+        if name is not None and not members:
+            raise errors.ConfigurationError(
+                f"Environment {name!r} does not exist: no record of it."
+            )
+        sizes = report.Sizes(self.services.reader, files)
+        now = int(time.time() * 1000)
+        return [sizes.line(m, now) for m in members]
+
+    def clone_for_dbt(self, source: TableName, target: TableName) -> str:
+        """`dbt clone`: a zero-copy clone of ``source`` as ``target`` (which must not exist)."""
+        cli_vars = self.services.cli_vars
+        env = cli_vars.get("icetime_env") or re.sub(
+            r"[^a-z0-9_]", "_", self.services.target_name.lower()
+        )
+        request = CloneRequest(
+            source,
+            target,
+            spec.env_name(env),
+            spec.lifetime(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL)),
+            self.owner(None),
+        )
+        clone = self.cloner.clone(request)
+        self.environments.records.add([Environments.member_of(clone, "dbt clone")])
+        return f"CLONE of {clone.source} at snapshot {clone.snapshot_id}"
+
+    def drop_table(self, name: TableName) -> str:
+        force = self.services.cli_vars.get("icetime_force_drop") is True
+        return self.cloner.drop_table(name, force=force)

@@ -217,3 +217,14 @@ class TestExpiryKeepsConfiguredPins(PackageProject):
         listing = operation("expire_snapshots", {**args, "dry_run": True})
         assert "Would expire 1 snapshot(s)" in listing
         assert f"kept {pinned}: the project's pin_snapshot" in listing
+        # A source's own pin_snapshot (meta) holds its snapshot too.
+        second = snapshots(project, "orders")[1]
+        Path(project.project_root, "models", "sources.yml").write_text(
+            SOURCES.split("models:")[0].replace(
+                "      - name: orders\n",
+                f"      - name: orders\n        meta:\n          pin_snapshot: {second}\n",
+            )
+        )
+        listing = operation("expire_snapshots", {**args, "dry_run": True})
+        assert "Would expire 0 snapshot(s)" in listing
+        assert f"kept {second}: the pin_snapshot configured on orders" in listing

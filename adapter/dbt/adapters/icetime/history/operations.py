@@ -18,7 +18,14 @@ from dbt.adapters.icetime.history.targets import node_table, resolve_targets
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.pins.resolve import resolve
-from dbt.adapters.icetime.pins.spec import AtTimestamp, PinError, parse_point, parse_request
+from dbt.adapters.icetime.pins.session import input_for
+from dbt.adapters.icetime.pins.spec import (
+    AtTimestamp,
+    PinError,
+    Point,
+    parse_point,
+    parse_request,
+)
 from dbt.adapters.icetime.services import Services
 
 # The var that pins a run's inputs; set in dbt_project.yml it also holds snapshots from expiry.
@@ -149,17 +156,24 @@ class HistoryOperations:
                         else f"not yet read by CDF model {node['name']}"
                     )
                     held.setdefault(snapshot_id, []).append(why)
+        pins: list[tuple[Point, str]] = []
         configured = self.services.project_vars.get(PIN_VAR)
         if configured is not None and not str(configured).startswith("@"):
             names = (str(table), f"{table.namespace}.{table.name}", table.name)
             point = parse_request(configured, "project var pin_snapshot").point_for(names)
             if point is not None:
-                try:
-                    pinned: int | None = resolve(metadata, point, now_ms).snapshot_id
-                except PinError:
-                    pinned = None
-                if pinned is not None:
-                    held.setdefault(pinned, []).append("the project's pin_snapshot")
+                pins.append((point, "the project's pin_snapshot"))
+        nodes = [*self.graph.get("nodes", {}).values(), *self.graph.get("sources", {}).values()]
+        for node in nodes:
+            item = input_for(node, self.services.catalog)
+            if item is not None and item.own_point is not None and str(item.table) == str(table):
+                pins.append((item.own_point, f"the pin_snapshot configured on {node['name']}"))
+        for point, why in pins:
+            try:
+                pinned = resolve(metadata, point, now_ms).snapshot_id
+            except PinError:
+                continue  # a pin that no longer resolves holds nothing
+            held.setdefault(pinned, []).append(why)
         return held
 
     def history(self, model: Any, relation: Any, limit: Any) -> list[history_log.Entry]:

@@ -234,7 +234,7 @@ def collect_inputs(
         if (target.get("config") or {}).get("materialized") == "ephemeral":
             pending.extend(_deps(target))
             continue
-        item = _input_for(target, catalog)
+        item = input_for(target, catalog)
         if item is not None:
             inputs.setdefault(str(item.table), item)
     return inputs
@@ -244,7 +244,7 @@ def _deps(node: Mapping[str, Any] | None) -> list[str]:
     return list((node or {}).get("depends_on", {}).get("nodes", []))
 
 
-def _input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:
+def input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:
     resource = node.get("resource_type")
     config = node.get("config") or {}
     materialized = config.get("materialized")
@@ -270,7 +270,7 @@ def all_names(graph: Mapping[str, Any], catalog: str | None) -> set[str]:
     """Every name a pin mapping may use for any table of the project."""
     names: set[str] = set()
     for node in (*graph.get("nodes", {}).values(), *graph.get("sources", {}).values()):
-        item = _input_for(node, catalog)
+        item = input_for(node, catalog)
         if item is not None:
             names.update(item.names)
     return names

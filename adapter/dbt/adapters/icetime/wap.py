@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +61,6 @@ def refuse_unbranchable(
         )
 
 
-@dataclass(frozen=True)
-class Prepared:
-    created: bool  # the table did not exist and was created empty (no snapshot on main)
-
-
 class Branches:
     def __init__(
         self, reader: MetadataReader, execute: Callable[[str], object], catalog: str | None
@@ -75,7 +69,7 @@ class Branches:
         self.execute = execute
         self.catalog = catalog
 
-    def prepare(self, table: TableName, branch: str, compiled_sql: str) -> Prepared:
+    def prepare(self, table: TableName, branch: str, compiled_sql: str) -> None:
         """Make ``table`` ready for this run's write into ``branch`` (main gets no data)."""
         try:
             metadata = self.reader.table(table)
@@ -89,7 +83,7 @@ class Branches:
             self.execute(
                 f"alter table {table.sql()} drop branch if exists {quote_identifier(branch)}"
             )
-            return Prepared(created=True)
+            return
         if metadata.properties.get(WAP_ENABLED) != "true":
             self.execute(
                 f"alter table {table.sql()} set tblproperties ({sql_literal(WAP_ENABLED)} = 'true')"
@@ -103,7 +97,6 @@ class Branches:
                 f"alter table {table.sql()} create or replace branch {quote_identifier(branch)} "
                 f"as of version {int(metadata.current_snapshot_id)}"
             )
-        return Prepared(created=False)
 
     # -- publish ------------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.metadata import Snapshot, TableMetadata, TableName
-from dbt.adapters.icetime.pins.spec import format_ms
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 ARCHIVE_NAMESPACE = "icetime_system"
@@ -170,7 +169,3 @@ def _map(summary: Mapping[str, str]) -> str:
         return "map()"
     pairs = ", ".join(f"{sql_literal(k)}, {sql_literal(v)}" for k, v in sorted(summary.items()))
     return f"map({pairs})"
-
-
-def describe_cutoff(cutoff_ms: int) -> str:
-    return format_ms(cutoff_ms)

@@ -26,14 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from catalog import fresh_catalog
 from report import measured, write_results
 
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.clones.spec import lifetime
-from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
-from dbt.adapters.icetime.metadata import PyIcebergReader, TableName
+from dbt.adapters.icetime.metadata import TableName
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "clones"
@@ -144,24 +142,9 @@ def main() -> None:
     largest = parser.parse_args().rows
     sizes = sorted({10_000, 1_000_000, largest})
     catalog_dir = WORK / "catalog"
-    if catalog_dir.exists():
-        shutil.rmtree(catalog_dir)
-    creds = IcetimeCredentials.from_dict(
-        {"method": "session", "schema": SCHEMA, "icetime_dir": str(catalog_dir)}
-    )
-    spark = spark_session(creds)
-    settings = CatalogSettings.from_credentials(creds)
-    properties = settings.pyiceberg_properties()
-    assert properties is not None
-    reader = PyIcebergReader(settings.name, properties)
-    cloner = Cloner(
-        reader,
-        reader,
-        lambda statement: spark.sql(statement).collect(),
-        settings.name,
-        settings.warehouse,
-    )
-    spark.sql(f"create namespace if not exists icetime.{SCHEMA}")
+    bench = fresh_catalog(catalog_dir, SCHEMA)
+    spark, settings, reader = bench.spark, bench.settings, bench.reader
+    cloner = Cloner(reader, reader, bench.run, settings.name, settings.warehouse)
     spark.sql(f"create namespace if not exists icetime.{SCHEMA}__bench")
     rows: list[tuple[str, str, str, str]] = []
     medians = {}

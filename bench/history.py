@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from catalog import fresh_catalog
 from report import measured, write_results
 
-from dbt.adapters.icetime.catalog import CatalogSettings
-from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.restore import Restorer
-from dbt.adapters.icetime.metadata import PyIcebergReader, TableName
+from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
 from dbt.adapters.icetime.pins.spec import AtSnapshot
 
@@ -59,22 +56,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="largest table's rows")
     largest = parser.parse_args().rows
-    catalog_dir = WORK / "catalog"
-    if catalog_dir.exists():
-        shutil.rmtree(catalog_dir)
-    creds = IcetimeCredentials.from_dict(
-        {"method": "session", "schema": SCHEMA, "icetime_dir": str(catalog_dir)}
-    )
-    spark = spark_session(creds)
-    settings = CatalogSettings.from_credentials(creds)
-    properties = settings.pyiceberg_properties()
-    assert properties is not None
-    reader = PyIcebergReader(settings.name, properties)
-
-    def run(statement: str) -> None:
-        spark.sql(statement).collect()
-
-    spark.sql(f"create namespace if not exists icetime.{SCHEMA}")
+    bench = fresh_catalog(WORK / "catalog", SCHEMA)
+    spark, reader, run = bench.spark, bench.reader, bench.run
     rows: list[tuple[str, str, str, str]] = []
     restore_medians = {}
     for size in sorted({10_000, largest}):

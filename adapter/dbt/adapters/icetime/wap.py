@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -134,11 +134,10 @@ class Branches:
             )
         published = []
         for table, _, head_id in branched:
-            procedure = f"{quote_identifier(self.catalog)}.system" if self.catalog else "system"
-            relative = f"{quote_identifier(table.namespace)}.{quote_identifier(table.name)}"
             self.execute(
-                f"call {procedure}.fast_forward(table => {sql_literal(relative)}, "
-                f"branch => 'main', to => {sql_literal(branch)})"
+                system.call(
+                    self.catalog, "fast_forward", table, branch="'main'", to=sql_literal(branch)
+                )
             )
             self.execute(
                 f"alter table {table.sql()} drop branch if exists {quote_identifier(branch)}"

@@ -15,15 +15,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest
 from dbt.adapters.icetime.clones.spec import Lifetime, env_schema
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.pins.spec import Point, format_ms
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
-RECORDS_NAMESPACE = "icetime_system"
 RECORDS_TABLE = "environments"
+RECORDS_COLUMNS = (
+    "env string, kind string, source string, clone string, snapshot_id bigint, owner string, "
+    "created_at_ms bigint, expires_at_ms bigint, origin string"
+)
 TABLE = "table"
 VIEW = "view"
 SqlRows = Callable[[str], Sequence[Sequence[Any]]]
@@ -76,21 +79,12 @@ class Records:
     """The environments table: created on first use, appended to, deleted from by env."""
 
     def __init__(self, catalog: str | None, execute: Callable[[str], object], fetch: SqlRows):
-        self.name = TableName(catalog, RECORDS_NAMESPACE, RECORDS_TABLE)
+        self.name = TableName(catalog, system.NAMESPACE, RECORDS_TABLE)
         self.execute = execute
         self.fetch = fetch
 
     def ensure(self) -> None:
-        namespace = ".".join(
-            quote_identifier(p) for p in (self.name.catalog, self.name.namespace) if p
-        )
-        self.execute(f"create namespace if not exists {namespace}")
-        self.execute(
-            f"create table if not exists {self.name.sql()} (env string, kind string, "
-            "source string, clone string, snapshot_id bigint, owner string, "
-            "created_at_ms bigint, expires_at_ms bigint, origin string) using iceberg "
-            "tblproperties ('format-version'='2')"
-        )
+        system.ensure_table(self.execute, self.name, RECORDS_COLUMNS)
 
     def add(self, members: Sequence[Member]) -> None:
         if members:

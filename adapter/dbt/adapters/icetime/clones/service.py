@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import orjson
 from pyiceberg.io import FileIO
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.clones.document import CLONE_PROPERTY_PREFIX, clone_document
 from dbt.adapters.icetime.clones.spec import Lifetime
 from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader, TableMetadata, TableName
@@ -202,9 +202,9 @@ class Cloner:
             with files.new_output(path).create(overwrite=False) as out:
                 out.write(orjson.dumps(document))
             self.execute(
-                f"call {self._procedure('register_table')}("
-                f"table => {sql_literal(_relative(request.target))}, "
-                f"metadata_file => {sql_literal(path)})"
+                system.call(
+                    self.catalog, "register_table", request.target, metadata_file=sql_literal(path)
+                )
             )
         except BaseException:
             self._drop_tag(clone)
@@ -229,10 +229,6 @@ class Cloner:
         else:  # the source's warehouse: <warehouse>/<namespace>/<table>
             base = source_location.rstrip("/").rsplit("/", 2)[0]
         return f"{base}/{target.namespace}/{target.name}-{table_uuid}"
-
-    def _procedure(self, name: str) -> str:
-        prefix = f"{quote_identifier(self.catalog)}." if self.catalog else ""
-        return f"{prefix}system.{name}"
 
     def _files(self) -> FileIO:
         if self.files is None:
@@ -325,11 +321,6 @@ class Cloner:
         self.execute(
             f"alter table {clone.source.sql()} drop tag if exists {quote_identifier(clone.tag)}"
         )
-
-
-def _relative(name: TableName) -> str:
-    """The table argument of an Iceberg procedure: namespace.table, quoted."""
-    return f"{quote_identifier(name.namespace)}.{quote_identifier(name.name)}"
 
 
 def _delete_tree(location: str) -> None:

@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.metadata import Snapshot, TableMetadata, TableName
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import sql_literal
 
-ARCHIVE_NAMESPACE = "icetime_system"
 ARCHIVE_TABLE = "snapshot_history"
 ARCHIVE_COLUMNS = (
     "table_name string, table_uuid string, snapshot_id bigint, parent_id bigint, "
@@ -81,18 +80,11 @@ def _main_ancestry(metadata: TableMetadata) -> list[int]:
 
 class Archive:
     def __init__(self, catalog: str | None, execute: Callable[[str], object]) -> None:
-        self.name = TableName(catalog, ARCHIVE_NAMESPACE, ARCHIVE_TABLE)
+        self.name = TableName(catalog, system.NAMESPACE, ARCHIVE_TABLE)
         self.execute = execute
 
     def ensure(self) -> None:
-        namespace = ".".join(
-            quote_identifier(p) for p in (self.name.catalog, self.name.namespace) if p
-        )
-        self.execute(f"create namespace if not exists {namespace}")
-        self.execute(
-            f"create table if not exists {self.name.sql()} ({ARCHIVE_COLUMNS}) using iceberg "
-            "tblproperties ('format-version'='2')"
-        )
+        system.ensure_table(self.execute, self.name, ARCHIVE_COLUMNS)
 
     def add(self, plans: Sequence[ExpiryPlan], now_ms: int) -> None:
         rows = [
@@ -130,13 +122,16 @@ def expire(execute: Callable[[str], object], catalog: str | None, plan: ExpiryPl
     """Expire exactly the planned snapshot ids (the epoch cutoff keeps Iceberg from adding any)."""
     if not plan.expiring:
         return
-    procedure = f"{quote_identifier(catalog)}.system" if catalog else "system"
-    relative = f"{quote_identifier(plan.table.namespace)}.{quote_identifier(plan.table.name)}"
     ids = ", ".join(str(s.snapshot_id) for s in plan.expiring)
     execute(
-        f"call {procedure}.expire_snapshots(table => {sql_literal(relative)}, "
-        f"older_than => timestamp '1970-01-01 00:00:00', retain_last => 1, "
-        f"snapshot_ids => array({ids}))"
+        system.call(
+            catalog,
+            "expire_snapshots",
+            plan.table,
+            older_than="timestamp '1970-01-01 00:00:00'",
+            retain_last="1",
+            snapshot_ids=f"array({ids})",
+        )
     )
 
 

@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.metadata import MetadataReader, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
 from dbt.adapters.icetime.pins.resolve import resolve
 from dbt.adapters.icetime.pins.spec import Point, format_ms
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import sql_literal
 
 RESTORES_PROPERTY = "icetime.restores"
 KEPT_RESTORES = 50
@@ -102,11 +102,13 @@ class Restorer:
         )
 
     def apply(self, table: TableName, restore: Restore, invocation_id: str, now_ms: int) -> None:
-        procedure = f"{quote_identifier(self.catalog)}.system" if self.catalog else "system"
-        relative = f"{quote_identifier(table.namespace)}.{quote_identifier(table.name)}"
         self.execute(
-            f"call {procedure}.set_current_snapshot(table => {sql_literal(relative)}, "
-            f"snapshot_id => {int(restore.to_snapshot)})"
+            system.call(
+                self.catalog,
+                "set_current_snapshot",
+                table,
+                snapshot_id=str(int(restore.to_snapshot)),
+            )
         )
         metadata = self.reader.table(table)
         history = json.loads(metadata.properties.get(RESTORES_PROPERTY) or "[]")

@@ -1,0 +1,30 @@
+"""Iceberg's stored procedures and icetime's own small tables, rendered in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+# The namespace of icetime's own tables (environment records, expired-snapshot history).
+NAMESPACE = "icetime_system"
+
+
+def call(catalog: str | None, procedure: str, table: TableName, **arguments: str) -> str:
+    """``CALL <catalog>.system.<procedure>(table => 'ns.t', ...)``; arguments are SQL already."""
+    prefix = f"{quote_identifier(catalog)}." if catalog else ""
+    relative = f"{quote_identifier(table.namespace)}.{quote_identifier(table.name)}"
+    rendered = [f"table => {sql_literal(relative)}"]
+    rendered += [f"{name} => {value}" for name, value in arguments.items()]
+    return f"call {prefix}system.{procedure}({', '.join(rendered)})"
+
+
+def ensure_table(execute: Callable[[str], object], table: TableName, columns: str) -> None:
+    """Create one of icetime's tables (and its namespace) if missing."""
+    namespace = ".".join(quote_identifier(p) for p in (table.catalog, table.namespace) if p)
+    execute(f"create namespace if not exists {namespace}")
+    execute(
+        f"create table if not exists {table.sql()} ({columns}) using iceberg "
+        "tblproperties ('format-version'='2')"
+    )

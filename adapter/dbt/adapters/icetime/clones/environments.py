@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest
+from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest, parse_name
 from dbt.adapters.icetime.clones.spec import Lifetime, env_schema
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.pins.spec import Point, format_ms
@@ -213,7 +213,7 @@ class Environments:
             )
         outcome = self.drop(recorded)
         if outcome.failed:
-            raise errors.IcetimeError(_failures(env, outcome.failed))
+            raise errors.IcetimeError(failures_message(outcome.failed))
         for schema in occupied:
             for leftover in self.list_schema(schema):
                 self._drop_object(leftover.name, leftover.kind)
@@ -229,7 +229,9 @@ class Environments:
     ) -> None:
         """Views in dependency order (retrying those whose inputs do not exist yet), each
         appended to ``created`` as soon as it exists."""
-        schemas = {o.name.namespace for o in views} | {_namespace(m.source) for m in created}
+        schemas = {o.name.namespace for o in views} | {
+            parse_name(m.source).namespace for m in created
+        }
         pending = {str(v.name): v for v in views}
         texts = {
             key: rewrite_schemas(self.view_sql(v.name), schemas, env, self.catalog)
@@ -260,7 +262,7 @@ class Environments:
         # Best effort: the error that made us roll back is the one to report.
         for member in reversed(created):
             with contextlib.suppress(Exception):
-                self._drop_object(_parse(member.clone), member.kind)
+                self._drop_object(parse_name(member.clone), member.kind)
         for schema in schemas:
             with contextlib.suppress(Exception):
                 self._drop_schema_if_empty(schema)
@@ -312,13 +314,13 @@ class Environments:
             # mid-read, or our drop lost a race): gone from the catalog means done.
             if member.kind == TABLE:
                 try:
-                    self.cloner.clone_of(_parse(member.clone))
+                    self.cloner.clone_of(parse_name(member.clone))
                 except errors.TableNotFoundError:
                     return
             raise
 
     def _drop_member_once(self, member: Member) -> None:
-        name = _parse(member.clone)
+        name = parse_name(member.clone)
         if member.kind == TABLE:
             try:
                 clone = self.cloner.clone_of(name)
@@ -338,7 +340,7 @@ class Environments:
             self.cloner.drop_table(name)
 
     def _drop_empty_schemas(self, env: str, members: Sequence[Member]) -> None:
-        for schema in sorted({_parse(m.clone).namespace for m in members}):
+        for schema in sorted({parse_name(m.clone).namespace for m in members}):
             self._drop_schema_if_empty(schema)
 
     def _drop_schema_if_empty(self, schema: str) -> None:
@@ -401,24 +403,9 @@ def idempotent(action: Callable[[], None], attempts: int = 4, pause_s: float = 0
             time.sleep(pause_s * 2**attempt)
 
 
-def _failures(env: str, failed: Sequence[tuple[Member, str]]) -> str:
-    listed = "\n".join(f"  - {m.clone}: {why}" for m, why in failed)
-    return f"Environment {env!r}: {len(failed)} object(s) could not be dropped:\n{listed}"
-
-
 def failures_message(failed: Sequence[tuple[Member, str]]) -> str:
     listed = "\n".join(f"  - {m.clone} (environment {m.env}): {why}" for m, why in failed)
     return f"{len(failed)} object(s) could not be dropped (the rest were):\n{listed}"
-
-
-def _parse(text: str) -> TableName:
-    from dbt.adapters.icetime.clones.service import parse_name
-
-    return parse_name(text)
-
-
-def _namespace(text: str) -> str:
-    return _parse(text).namespace
 
 
 IDENTIFIER = r"`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*"

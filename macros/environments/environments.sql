@@ -22,7 +22,7 @@
       in the source only by the clone's tag. Printed, and returned as an agate table. -#}
   {%- if execute -%}
     {% set report = adapter.icetime_environment_report(env) %}
-    {{ log(adapter.icetime_render_report(), info=true) }}
+    {{ log(adapter.icetime_render_report(report), info=true) }}
     {{ return(report) }}
   {%- endif -%}
 {% endmacro %}

@@ -139,3 +139,51 @@ def test_selection() -> None:
     assert names("a, b c", "select") == ["a", "b", "c"]
     with pytest.raises(ConfigurationError, match="select=5"):
         names(5, "select")
+
+
+def test_report_renders_its_own_agate_rows() -> None:
+    """The console table is drawn from the report's rows as agate gives them back: the
+    timestamps parsed to datetimes, the sizes to decimals, a view's sizes empty."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from dbt.adapters.icetime.clones.report import render
+
+    expires = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+    common = {"env": "pr_1", "source": "c.s.t", "owner": "ana", "expires_at": expires}
+    text = render(
+        [
+            {
+                **common,
+                "kind": "table",
+                "clone": "c.s__pr_1.t",
+                "expired": False,
+                "shared_bytes": Decimal(2048),
+                "written_bytes": Decimal(10),
+                "held_bytes": Decimal(0),
+            },
+            {
+                **common,
+                "kind": "view",
+                "clone": "c.s__pr_1.v",
+                "expired": True,
+                "shared_bytes": None,
+                "written_bytes": None,
+                "held_bytes": None,
+            },
+        ]
+    )
+    lines = text.splitlines()
+    assert lines[0].split() == [
+        "env",
+        "object",
+        "source",
+        "owner",
+        "expires",
+        "shared",
+        "written",
+        "held",
+    ]
+    assert "2026-11-21T12:00:00.000Z" in lines[2] and "2.0 KiB" in lines[2] and "10 B" in lines[2]
+    assert "c.s__pr_1.v (view)" in lines[3] and "EXPIRED" in lines[3]
+    assert render([]) == "No clone environments recorded."

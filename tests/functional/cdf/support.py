@@ -19,6 +19,16 @@ sources:
       - name: customers
 """
 
+
+def raw_sources(*tables: str) -> str:
+    """sources.yml declaring source `raw` (the test schema) with these tables."""
+    listed = "".join(f"      - name: {table}\n" for table in tables)
+    return (
+        'version: 2\nsources:\n  - name: raw\n    schema: "{{ target.schema }}"\n'
+        f"    tables:\n{listed}"
+    )
+
+
 MOR = (
     "tblproperties ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
     "'write.merge.mode'='merge-on-read')"

@@ -9,22 +9,26 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
-from tests.functional.cdf.support import PackageProject, install_package, rows, snapshots, sql
+from tests.functional.cdf.support import (
+    PackageProject,
+    install_package,
+    raw_sources,
+    rows,
+    snapshots,
+    sql,
+)
 from tests.functional.clones.support import operation, properties
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: events
+SOURCES = (
+    raw_sources("events")
+    + """
 models:
   - name: clean
     columns:
       - name: id
         data_tests: [not_null]
 """
+)
 MODELS = {
     "sources.yml": SOURCES,
     "clean.sql": (

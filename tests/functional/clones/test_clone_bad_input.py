@@ -8,18 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.functional.cdf.support import snapshots, sql
+from tests.functional.cdf.support import raw_sources, snapshots, sql
 from tests.functional.clones.support import env_for, operation, tags
 from tests.functional.clones.test_environments import EnvironmentProject
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: events
-"""
+SOURCES = raw_sources("events")
 
 BAD_CREATE = {
     "ttl_words": ({"ttl": "7 days"}, "TTL '7 days' is not accepted"),

@@ -10,18 +10,11 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import rows, snapshots, sql
+from tests.functional.cdf.support import raw_sources, rows, snapshots, sql
 from tests.functional.clones.support import env_for, operation, properties, tags
 from tests.functional.clones.test_environments import EnvironmentProject
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: events
-"""
+SOURCES = raw_sources("events")
 MODELS = {
     "sources.yml": SOURCES,
     "events_latest.sql": (

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.cdf.support import MOR, PackageProject, install_package, rows, snapshots, sql
+from tests.functional.cdf.support import (
+    MOR,
+    PackageProject,
+    install_package,
+    raw_sources,
+    rows,
+    snapshots,
+    sql,
+)
 from tests.functional.clones.support import (
     data_files,
     drop_environments,
@@ -26,15 +34,7 @@ VIEW_MODEL = (
     "{{ config(materialized='view') }}\n"
     "select id, v from {{ source('raw', 'events') }} where id > 1"
 )
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: events
-      - name: plain
-"""
+SOURCES = raw_sources("events", "plain")
 
 
 class EnvironmentProject(PackageProject):

@@ -10,18 +10,16 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import PackageProject, install_package, rows, snapshots, sql
+from tests.functional.cdf.support import (
+    SOURCES,
+    PackageProject,
+    install_package,
+    rows,
+    snapshots,
+    sql,
+)
 from tests.functional.clones.support import local, operation, properties
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: orders
-      - name: customers
-"""
 CDF_MODEL = (
     "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"
     "select id, amount, _change_type from {{ icetime.changes(source('raw', 'orders')) }}"

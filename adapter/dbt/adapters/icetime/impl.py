@@ -591,15 +591,15 @@ class IcetimeAdapter(SparkAdapter):
     @available
     def icetime_environment_report(self, env: Any = None) -> Any:
         """Per environment and object: bytes shared, written and held; as an agate table."""
-        self._report_lines = self.clones().report(env)
-        return table_from_rows(
-            [line.values() for line in self._report_lines], list(clone_report.COLUMNS)
-        )
+        lines = self.clones().report(env)
+        return table_from_rows([line.values() for line in lines], list(clone_report.COLUMNS))
 
     @available
-    def icetime_render_report(self) -> str:
-        """The last icetime_environment_report as a console table."""
-        return clone_report.render(getattr(self, "_report_lines", []))
+    def icetime_render_report(self, report: Any) -> str:
+        """An icetime_environment_report table as console text."""
+        return clone_report.render(
+            dict(zip(report.column_names, row, strict=True)) for row in report
+        )
 
     @available
     def icetime_clone_relation(

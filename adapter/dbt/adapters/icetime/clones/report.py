@@ -10,8 +10,10 @@ Sizes come from manifests (read with pyiceberg, no Spark job):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.clones.environments import TABLE, Member
@@ -105,21 +107,21 @@ class Sizes:
         return sum(size for path, size in tagged.items() if path not in kept)
 
 
-def render(lines: Sequence[Line]) -> str:
-    """A plain-text table for the console."""
+def render(report: Iterable[Mapping[str, Any]]) -> str:
+    """The report's rows (columns as in COLUMNS) as a plain-text table for the console."""
     header = ("env", "object", "source", "owner", "expires", "shared", "written", "held")
     rows = [
         (
-            line.member.env,
-            line.member.clone + (" (view)" if line.member.kind != TABLE else ""),
-            line.member.source,
-            line.member.owner,
-            format_ms(line.member.expires_ms) + (" EXPIRED" if line.expired else ""),
-            _size(line.shared),
-            _size(line.written),
-            _size(line.held),
+            row["env"],
+            row["clone"] + (" (view)" if row["kind"] != TABLE else ""),
+            row["source"],
+            row["owner"],
+            _when(row["expires_at"]) + (" EXPIRED" if row["expired"] else ""),
+            _size(row["shared_bytes"]),
+            _size(row["written_bytes"]),
+            _size(row["held_bytes"]),
         )
-        for line in lines
+        for row in report
     ]
     if not rows:
         return "No clone environments recorded."
@@ -127,6 +129,13 @@ def render(lines: Sequence[Line]) -> str:
     text = [_row(header, widths), _row(tuple("-" * w for w in widths), widths)]
     text.extend(_row(r, widths) for r in rows)
     return "\n".join(text)
+
+
+def _when(value: Any) -> str:
+    """A timestamp column as the report writes it (agate reads the text back as a datetime)."""
+    if isinstance(value, dt.datetime):
+        return format_ms(int(value.timestamp() * 1000))
+    return str(value)
 
 
 def _row(values: Iterable[object], widths: Sequence[int]) -> str:

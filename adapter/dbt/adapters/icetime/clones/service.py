@@ -28,6 +28,7 @@ from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.clones.document import CLONE_PROPERTY_PREFIX, clone_document
 from dbt.adapters.icetime.clones.spec import Lifetime
 from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader, TableMetadata, TableName
+from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.pins.resolve import resolve
 from dbt.adapters.icetime.pins.spec import Point, format_ms
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
@@ -168,13 +169,13 @@ class Cloner:
                 )
         files = self._files()
         try:
-            _location, raw = self.reader.document(request.source)
+            location, raw = self.reader.document(request.source)
         except errors.TableNotFoundError as exc:
             raise errors.ConfigurationError(
                 f"Cannot clone {request.source}: it is not an Iceberg table in the catalog "
                 "(missing, a view, or another format). Clones are made of Iceberg tables."
             ) from exc
-        metadata = self.reader.table(request.source)
+        metadata = parse_metadata(str(request.source), location, raw)
         now = self.now_ms()
         snapshot_id = metadata.current_snapshot_id
         if request.at is not None:

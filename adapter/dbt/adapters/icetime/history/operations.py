@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -30,7 +29,6 @@ from dbt.adapters.icetime.services import Services
 
 # The var that pins a run's inputs; set in dbt_project.yml it also holds snapshots from expiry.
 PIN_VAR = "pin_snapshot"
-DURATION = re.compile(r"\s*\d+\s*[mhdwMHDW]\s*")
 
 
 class HistoryOperations:
@@ -207,7 +205,7 @@ class HistoryOperations:
 
 def expiry_cutoff(older_than: Any, now_ms: int) -> int:
     """``older_than`` (a duration such as 30d, or a past timestamp) as an instant."""
-    if isinstance(older_than, str) and DURATION.fullmatch(older_than):
+    if isinstance(older_than, str) and spec.TTL.fullmatch(older_than.strip().lower()):
         return now_ms - spec.duration(older_than, "older_than").ms
     point = parse_point(older_than, "older_than")
     if not isinstance(point, AtTimestamp):

@@ -8,21 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.clones.selection import names
 from dbt.adapters.icetime.metadata import TableName
 
 TABLE_LIKE = ("table", "incremental", "snapshot", "seed")
 PART = re.compile(r"[A-Za-z0-9_]+")
-
-
-def _listed(value: Any, argument: str) -> list[str]:
-    if value is None:
-        return []
-    items = value.replace(",", " ").split() if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not all(isinstance(i, str) and i for i in items):
-        raise errors.ConfigurationError(
-            f"Argument {argument}={value!r} is not accepted: give a name or a list of names."
-        )
-    return [i.strip() for i in items]
 
 
 def resolve_targets(
@@ -43,7 +33,7 @@ def resolve_targets(
     ]
     by_name = {n["name"]: n for n in nodes}
     found: list[TableName] = []
-    for name in _listed(model, "model"):
+    for name in names(model, "model"):
         node = by_name.get(name)
         if node is None:
             known = ", ".join(sorted(by_name)) or "none"
@@ -52,9 +42,9 @@ def resolve_targets(
                 f"Known: {known}."
             )
         found.append(node_table(node, catalog))
-    for text in _listed(relation, "relation"):
+    for text in names(relation, "relation"):
         found.append(parse_relation(text, catalog, default_schema))
-    patterns = _listed(select, "select")
+    patterns = names(select, "select")
     for pattern in patterns:
         matched = [n for n in nodes if fnmatch.fnmatchcase(n["name"], pattern)]
         if not matched:

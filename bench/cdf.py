@@ -72,7 +72,8 @@ MODELS = {
 }
 
 
-def project(name: str, table: str) -> Path:
+def project(name: str, table: str, schema: str = SCHEMA) -> Path:
+    """A dbt project whose models read `table` and are built in `schema`."""
     root = WORK / name
     if root.exists():
         shutil.rmtree(root)
@@ -83,7 +84,7 @@ def project(name: str, table: str) -> Path:
     profile = {
         "type": "icetime",
         "method": "session",
-        "schema": SCHEMA,
+        "schema": schema,
         "icetime_dir": str(WORK / "catalog"),
         "threads": 1,
         "spark_conf": {"spark.driver.memory": "8g"},
@@ -219,7 +220,8 @@ def main() -> None:
     )
     # Doubling: twice the rows, the same number of changed rows as the 0.1 % step.
     create_upstream(spark, "orders_double", 2 * rows)
-    doubled = project("double", "orders_double")
+    # Its own schema: the doubled CDF target must not be the 1x run's table.
+    doubled = project("double", "orders_double", f"{SCHEMA}_2x")
     dbt_run(doubled, "a_warmup", "cdf")
     change_recent(spark, "orders_double", 2 * rows, int(rows * 0.001))
     times, output = dbt_run(doubled, "a_warmup", "cdf")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cluster import Cluster
 from tests.helpers import profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -31,3 +33,16 @@ def icetime_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="class")
 def dbt_profile_target(icetime_home: Path) -> dict[str, Any]:
     return profile_target(icetime_home)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """PostgreSQL + Spark master + 2 workers + Thrift Server on loopback, for this test run.
+
+    Started on first use and stopped (by pid) at the end of the session, even after failures.
+    """
+    started = Cluster(tmp_path_factory.mktemp("cluster"), workers=2).start()
+    try:
+        yield started
+    finally:
+        started.stop()

@@ -46,30 +46,33 @@ def _postgres_bin() -> Path:
 
 @contextmanager
 def postgres_server() -> Iterator[PostgresServer]:
-    """initdb + pg_ctl start on 127.0.0.1 with password auth; stopped (by pid file) on exit.
+    """A PostgreSQL server for the length of a ``with`` block (see ``start_postgres``)."""
+    base = Path(tempfile.mkdtemp(prefix="icetime-pg-"))
+    try:
+        yield start_postgres(base)
+    finally:
+        stop_postgres(base)
 
-    PostgreSQL refuses to run as root, so under root it runs as the `postgres` system user, in
-    a directory of its own under the system temp dir (pytest's are private to root).
+
+def start_postgres(base: Path, password: str = "s3cret'pw") -> PostgresServer:
+    """initdb + pg_ctl start in ``base`` on 127.0.0.1 with password auth, database `icetime`.
+
+    PostgreSQL refuses to run as root, so under root it runs as the `postgres` system user;
+    ``base`` must then be a directory that user can reach (pytest's are private to root: use
+    one under the system temp dir). Stop it with ``stop_postgres(base)``.
     """
     bindir = _postgres_bin()
-    base = Path(tempfile.mkdtemp(prefix="icetime-pg-"))
-    server = PostgresServer("127.0.0.1", free_port(), "icetime", "s3cret'pw", "icetime")
+    server = PostgresServer("127.0.0.1", free_port(), "icetime", password, "icetime")
     data = base / "pgdata"
     data.mkdir()
     pwfile = base / "pwfile"
     pwfile.write_text(server.password + "\n")
-    as_user: list[str] = []
     if os.geteuid() == 0:
         account = pwd.getpwnam("postgres")
         for path in (base, data, pwfile):
             os.chown(path, account.pw_uid, account.pw_gid)
         os.chmod(base, 0o755)
-        as_user = ["runuser", "-u", "postgres", "--"]
-
-    def run(*args: str) -> None:
-        subprocess.run([*as_user, *args], check=True, capture_output=True, text=True, timeout=120)
-
-    run(
+    _as_postgres(
         str(bindir / "initdb"),
         "-D",
         str(data),
@@ -79,7 +82,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         f"--pwfile={pwfile}",
     )
     options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {data}"
-    run(
+    _as_postgres(
         str(bindir / "pg_ctl"),
         "-D",
         str(data),
@@ -91,7 +94,6 @@ def postgres_server() -> Iterator[PostgresServer]:
         "start",
     )
     try:
-        env = {**os.environ, "PGPASSWORD": server.password}
         subprocess.run(
             [
                 str(bindir / "createdb"),
@@ -106,14 +108,41 @@ def postgres_server() -> Iterator[PostgresServer]:
             check=True,
             capture_output=True,
             text=True,
-            env=env,
+            env={**os.environ, "PGPASSWORD": server.password},
             timeout=60,
         )
-        yield server
-    finally:
+    except BaseException:
+        stop_postgres(base)
+        raise
+    return server
+
+
+def stop_postgres(base: Path) -> None:
+    """Stop the server ``start_postgres`` started in ``base`` (by its pid file) and remove it."""
+    data = base / "pgdata"
+    if (data / "postmaster.pid").exists():
         subprocess.run(
-            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+            [
+                *_postgres_user(),
+                str(_postgres_bin() / "pg_ctl"),
+                "-D",
+                str(data),
+                "-m",
+                "fast",
+                "-w",
+                "stop",
+            ],
             capture_output=True,
             timeout=120,
         )
-        shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _postgres_user() -> list[str]:
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _as_postgres(*args: str) -> None:
+    subprocess.run(
+        [*_postgres_user(), *args], check=True, capture_output=True, text=True, timeout=120
+    )

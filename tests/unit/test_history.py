@@ -7,6 +7,7 @@ import pytest
 from dbt.adapters.icetime.errors import ConfigurationError
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.log import entries, last_data_change_ms
+from dbt.adapters.icetime.history.operations import expiry_cutoff
 from dbt.adapters.icetime.history.targets import parse_relation, resolve_targets
 from dbt.adapters.icetime.metadata import Ref, Snapshot, SnapshotLogEntry, TableMetadata, TableName
 
@@ -112,3 +113,17 @@ def test_targets() -> None:
     for bad in ("a.b.c.d", "a;b.c", "`x y`.t"):
         with pytest.raises(ConfigurationError, match="is not accepted"):
             parse_relation(bad, "icetime", "raw")
+
+
+@pytest.mark.parametrize("bad", ["1s", "yesterday", "tag:before", 5])
+def test_expiry_cutoff_names_the_accepted_forms(bad: object) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        expiry_cutoff(bad, now_ms=1_800_000_000_000)
+    assert f"older_than {bad!r} is not accepted" in str(raised.value)
+    assert "followed by m, h, d or w" in str(raised.value)
+
+
+def test_expiry_cutoff_takes_durations_and_past_timestamps() -> None:
+    now = 1_800_000_000_000
+    assert expiry_cutoff("30m", now) == now - 30 * 60 * 1000
+    assert expiry_cutoff("2026-04-21T06:00:00Z", now) == 1776751200000

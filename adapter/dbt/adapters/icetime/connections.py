@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionManager
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -109,6 +109,20 @@ class IcetimeConnectionManager(SparkConnectionManager):
         connection.handle = IcetimeSessionWrapper(IcetimeSessionHandle(session))  # type: ignore[arg-type]
         connection.state = ConnectionState.OPEN
         return connection
+
+    @classmethod
+    def get_result_from_cursor(cls, cursor: Any, limit: int | None) -> Any:
+        try:
+            return super().get_result_from_cursor(cursor, limit)
+        except TypeError:
+            # Spark 3.5's Thrift Server describes a statement without a result set (DDL such
+            # as `create namespace`) as one string column `Result` but sends no column data;
+            # PyHive then fails inside fetchall with a TypeError. That answer has no rows.
+            if not isinstance(cursor, PyhiveConnectionWrapper):
+                raise
+            from dbt_common.clients.agate_helper import table_from_data_flat
+
+            return table_from_data_flat([], [col[0] for col in cursor.description or []])
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:

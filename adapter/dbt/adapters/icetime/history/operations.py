@@ -207,11 +207,17 @@ def expiry_cutoff(older_than: Any, now_ms: int) -> int:
     """``older_than`` (a duration such as 30d, or a past timestamp) as an instant."""
     if isinstance(older_than, str) and spec.TTL.fullmatch(older_than.strip().lower()):
         return now_ms - spec.duration(older_than, "older_than").ms
-    point = parse_point(older_than, "older_than")
+    refused = errors.ConfigurationError(
+        f"older_than {older_than!r} is not accepted: use a duration (a positive whole number "
+        "followed by m, h, d or w, e.g. 30d) or a past ISO-8601 timestamp "
+        "(2026-04-21T06:00:00Z)."
+    )
+    try:
+        point = parse_point(older_than, "older_than")
+    except PinError as exc:
+        raise refused from exc
     if not isinstance(point, AtTimestamp):
-        raise errors.ConfigurationError(
-            f"older_than {older_than!r} is not accepted: use a duration such as 30d or a timestamp."
-        )
+        raise refused
     if point.instant_ms > now_ms:
         raise errors.ConfigurationError(
             f"older_than {older_than!r} is in the future: nothing may be expired ahead of "

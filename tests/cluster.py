@@ -1,0 +1,464 @@
+"""A Spark standalone cluster on loopback, for the cluster tests, the benchmark and by hand.
+
+``Cluster.start`` starts, on 127.0.0.1 only:
+
+- a PostgreSQL server holding the Iceberg JDBC catalog (``tests.services.start_postgres``);
+- a Spark master and workers (``spark-class`` from the pyspark distribution);
+- a Spark Thrift Server (``HiveThriftServer2``, shipped in pyspark's jars) attached to the master,
+  with the Iceberg runtime, its SQL extensions and the PostgreSQL catalog as default catalog,
+  configured from the same ``resolve_settings`` the embedded session uses.
+
+Every process is recorded by pid in ``<state dir>/cluster.json`` as soon as it starts, so
+``Cluster.stop`` (the test fixture's ``finally``, or ``scripts/cluster.sh down`` from another
+shell) stops exactly what was started, even after a failed start or a crashed test.
+
+Usage: python -m tests.cluster up [--workers N] [--dir D] | down [--dir D] | status [--dir D]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.embedded import resolve_settings
+from tests.services import PostgresServer, free_port, start_postgres, stop_postgres
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DIR = ROOT / ".icetime-cluster"
+THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+CATALOG = "icetime"
+READY_TIMEOUT = 180.0
+
+# Each worker offers one core (the machine has two) and enough memory for one executor.
+WORKER_MEMORY = "3g"
+EXECUTOR_MEMORY = "2g"
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+@dataclass
+class Process:
+    name: str
+    pid: int
+    port: int
+    log: str
+
+
+@dataclass
+class ClusterState:
+    directory: str
+    postgres_base: str = ""
+    postgres: dict[str, Any] = field(default_factory=dict)
+    master: Process | None = None
+    workers: list[Process] = field(default_factory=list)
+    thrift: Process | None = None
+
+    def save(self) -> None:
+        path = Path(self.directory) / "cluster.json"
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, directory: Path) -> ClusterState | None:
+        path = directory / "cluster.json"
+        if not path.exists():
+            return None
+        raw = json.loads(path.read_text())
+        return cls(
+            directory=raw["directory"],
+            postgres_base=raw["postgres_base"],
+            postgres=raw["postgres"],
+            master=Process(**raw["master"]) if raw["master"] else None,
+            workers=[Process(**w) for w in raw["workers"]],
+            thrift=Process(**raw["thrift"]) if raw["thrift"] else None,
+        )
+
+
+class Cluster:
+    """PostgreSQL + Spark master + workers + Thrift Server, started and stopped together."""
+
+    def __init__(self, directory: Path, workers: int = 2) -> None:
+        self.directory = directory.resolve()
+        self.worker_count = workers
+        self.state = ClusterState(directory=str(self.directory))
+
+    # -- what clients need ----------------------------------------------------------------
+
+    @property
+    def postgres(self) -> PostgresServer:
+        return PostgresServer(**self.state.postgres)
+
+    @property
+    def thrift_port(self) -> int:
+        assert self.state.thrift is not None
+        return self.state.thrift.port
+
+    @property
+    def master_url(self) -> str:
+        assert self.state.master is not None
+        return f"spark://127.0.0.1:{self.state.master.port}"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.directory / "warehouse"
+
+    def profile(self, schema: str, **overrides: Any) -> dict[str, Any]:
+        """An icetime thrift profile for this cluster; pyiceberg reads the same catalog."""
+        pg = self.postgres
+        return {
+            "type": "icetime",
+            "method": "thrift",
+            "host": "127.0.0.1",
+            "port": self.thrift_port,
+            "user": "dbt",
+            "schema": schema,
+            "threads": 1,
+            "catalog": CATALOG,
+            "catalog_type": "postgres",
+            "catalog_uri": pg.jdbc_uri,
+            "catalog_user": pg.user,
+            "catalog_password": pg.password,
+            **overrides,
+        }
+
+    # -- start and stop ---------------------------------------------------------------------
+
+    def start(self) -> Cluster:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if ClusterState.load(self.directory) is not None:
+            raise RuntimeError(
+                f"a cluster is already recorded in {self.directory}: stop it first "
+                "(scripts/cluster.sh down)"
+            )
+        self.warehouse.mkdir(exist_ok=True)
+        try:
+            # PostgreSQL runs as its own user under root: its directory must be reachable.
+            base = Path(tempfile.mkdtemp(prefix="icetime-cluster-pg-"))
+            self.state.postgres_base = str(base)
+            self.state.save()
+            self.state.postgres = asdict(start_postgres(base))
+            self.state.save()
+            self._start_master()
+            for index in range(self.worker_count):
+                self.start_worker(index)
+            self.start_thrift()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop everything recorded, by pid, newest first; forget the cluster."""
+        state = self.state
+        processes = [state.thrift, *reversed(state.workers), state.master]
+        for process in processes:
+            if process is not None:
+                _terminate(process.pid)
+        if state.postgres_base:
+            stop_postgres(Path(state.postgres_base))
+        (self.directory / "cluster.json").unlink(missing_ok=True)
+        self.state = ClusterState(directory=str(self.directory))
+
+    @classmethod
+    def attach(cls, directory: Path) -> Cluster:
+        """The cluster recorded in ``directory`` (started by another process)."""
+        state = ClusterState.load(directory.resolve())
+        if state is None:
+            raise RuntimeError(f"no cluster is recorded in {directory}")
+        cluster = cls(directory, workers=len(state.workers))
+        cluster.state = state
+        return cluster
+
+    def _start_master(self) -> None:
+        port = free_port()
+        log = self.directory / "master.log"
+        pid = self._spawn(
+            log,
+            [
+                str(spark_home() / "bin" / "spark-class"),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+            ],
+        )
+        self.state.master = Process("master", pid, port, str(log))
+        self.state.save()
+        _wait_for_log(log, "I have been elected leader", pid, "the Spark master")
+
+    def start_worker(self, index: int) -> None:
+        """Start worker ``index`` (again, after ``kill_worker``) and wait until it registered."""
+        port = free_port()
+        log = self.directory / f"worker-{index}.log"
+        log.unlink(missing_ok=True)
+        work = self.directory / f"worker-{index}"
+        work.mkdir(exist_ok=True)
+        pid = self._spawn(
+            log,
+            [
+                str(spark_home() / "bin" / "spark-class"),
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                "1",
+                "--memory",
+                WORKER_MEMORY,
+                "--work-dir",
+                str(work),
+                self.master_url,
+            ],
+        )
+        worker = Process(f"worker-{index}", pid, port, str(log))
+        if index < len(self.state.workers):
+            self.state.workers[index] = worker
+        else:
+            self.state.workers.append(worker)
+        self.state.save()
+        _wait_for_log(log, "Successfully registered with master", pid, f"Spark worker {index}")
+
+    def kill_worker(self, index: int) -> None:
+        """SIGKILL worker ``index``: a machine lost in the middle of a job."""
+        _terminate(self.state.workers[index].pid, signal.SIGKILL)
+
+    def start_thrift(self) -> None:
+        port = free_port()
+        home = self.directory / "thrift"
+        home.mkdir(exist_ok=True)
+        log = home / "thrift.log"
+        log.unlink(missing_ok=True)
+        settings = resolve_settings(self._server_credentials())
+        conf = dict(settings.conf)
+        # The server's driver, not a client's: bound to loopback, executors on the workers.
+        conf.update(
+            {
+                "spark.executor.memory": EXECUTOR_MEMORY,
+                "spark.driver.memory": "2g",
+                "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
+                "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                    f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+                ),
+            }
+        )
+        command = [
+            str(spark_home() / "bin" / "spark-submit"),
+            "--master",
+            self.master_url,
+            "--class",
+            THRIFT_SERVER,
+            "--name",
+            "icetime-thrift-server",
+            # The JDBC driver must be on the driver's own class path for java.sql.DriverManager.
+            "--driver-class-path",
+            ":".join(settings.jars),
+        ]
+        for key, value in conf.items():
+            command += ["--conf", f"{key}={value}"]
+        command += [
+            "spark-internal",
+            "--hiveconf",
+            f"hive.server2.thrift.port={port}",
+            "--hiveconf",
+            "hive.server2.thrift.bind.host=127.0.0.1",
+        ]
+        pid = self._spawn(log, command, cwd=home)
+        self.state.thrift = Process("thrift", pid, port, str(log))
+        self.state.save()
+        _wait_for_thrift(port, pid, log)
+
+    def restart_thrift(self) -> None:
+        assert self.state.thrift is not None
+        _terminate(self.state.thrift.pid)
+        self.state.thrift = None
+        self.state.save()
+        self.start_thrift()
+
+    def _server_credentials(self) -> IcetimeCredentials:
+        pg = self.postgres
+        return IcetimeCredentials.from_dict(
+            {
+                "method": "session",
+                "schema": "analytics",
+                "catalog": CATALOG,
+                "catalog_type": "postgres",
+                "catalog_uri": pg.jdbc_uri,
+                "catalog_user": pg.user,
+                "catalog_password": pg.password,
+                "warehouse": str(self.warehouse),
+                "icetime_dir": str(self.directory / "thrift"),
+                "spark_master": self.master_url,
+            }
+        )
+
+    def _spawn(self, log: Path, command: list[str], cwd: Path | None = None) -> int:
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.directory),
+            "SPARK_WORKER_DIR": str(self.directory),
+        }
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=cwd or self.directory,
+                env=env,
+                start_new_session=True,  # its own process group: stopped as one
+            )
+        return proc.pid
+
+
+def write_profiles(cluster: Cluster, directory: Path, name: str, targets: dict[str, str]) -> Path:
+    """A profiles.yml with one thrift target per ``{target: schema}`` on ``cluster``."""
+    outputs = {target: cluster.profile(schema) for target, schema in targets.items()}
+    default = next(iter(targets))
+    path = directory / "profiles.yml"
+    path.write_text(yaml.safe_dump({name: {"target": default, "outputs": outputs}}))
+    return path
+
+
+def _terminate(pid: int, sig: signal.Signals = signal.SIGTERM, timeout: float = 30.0) -> None:
+    """Signal the process group ``pid`` leads; SIGKILL it if it has not exited in time."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child (started by another process): ask the kernel
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def _wait_for_log(log: Path, marker: str, pid: int, what: str) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if log.exists() and marker in log.read_text(errors="replace"):
+            return
+        if not _alive(pid):
+            raise RuntimeError(f"{what} exited while starting; its log {log}:\n{_tail(log)}")
+        time.sleep(0.3)
+    raise RuntimeError(
+        f"{what} did not start in {READY_TIMEOUT:.0f}s; its log {log}:\n{_tail(log)}"
+    )
+
+
+def _wait_for_thrift(port: int, pid: int, log: Path) -> None:
+    """Ready when a real client session answers a query, not merely when the port is open.
+
+    dbt-spark's thrift connection runs `USE default` first, so the default catalog needs a
+    `default` namespace: made here (`USE icetime` selects the catalog without needing one).
+    """
+    from pyhive import hive
+
+    deadline = time.monotonic() + READY_TIMEOUT
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            raise RuntimeError(f"the Thrift Server exited while starting; {log}:\n{_tail(log)}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                pass
+            connection = hive.connect(host="127.0.0.1", port=port, username="dbt", database=CATALOG)
+            try:
+                cursor = connection.cursor()
+                cursor.execute("create namespace if not exists default")
+                cursor.execute("show namespaces")
+                cursor.fetchall()
+                return
+            finally:
+                connection.close()
+        except Exception as exc:  # not up yet: refused, reset, or a session not ready
+            last = exc
+            time.sleep(1)
+    raise RuntimeError(
+        f"the Thrift Server did not answer in {READY_TIMEOUT:.0f}s ({last}); {log}:\n{_tail(log)}"
+    )
+
+
+def _tail(log: Path, lines: int = 30) -> str:
+    if not log.exists():
+        return "(no log)"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
+    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.action == "up":
+        cluster = Cluster(args.dir, workers=args.workers).start()
+        targets = {"dev": "analytics"}
+        profiles = write_profiles(cluster, cluster.directory, "icetime_cluster", targets)
+        print(f"cluster up: master {cluster.master_url}, Thrift Server port {cluster.thrift_port}")
+        print(f"PostgreSQL catalog {cluster.postgres.jdbc_uri}; warehouse {cluster.warehouse}")
+        print(f"a dbt profile for it: {profiles} (profile icetime_cluster)")
+        return 0
+    if args.action == "down":
+        try:
+            Cluster.attach(args.dir).stop()
+        except RuntimeError as exc:
+            print(exc)
+            return 0
+        print("cluster down")
+        return 0
+    state = ClusterState.load(args.dir.resolve())
+    if state is None:
+        print(f"no cluster is recorded in {args.dir}")
+        return 1
+    for process in [state.master, *state.workers, state.thrift]:
+        if process is not None:
+            alive = "running" if _alive(process.pid) else "stopped"
+            print(f"{process.name}: pid {process.pid}, port {process.port}, {alive}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ TARGET = (
     "tblproperties={'write.delete.mode': 'merge-on-read', 'write.update.mode': 'merge-on-read', "
     "'write.merge.mode': 'merge-on-read'}"
 )
+Run = Callable[[str], None]  # runs one SQL statement on the deployment
 COLUMNS = "order_id, customer_id, status, amount, updated_at, address, note"
 WARMED = "-- depends_on: {{ ref('a_warmup') }}\n"
 MODELS = {
@@ -72,8 +74,10 @@ MODELS = {
 }
 
 
-def project(name: str, table: str, schema: str = SCHEMA) -> Path:
-    """A dbt project whose models read `table` and are built in `schema`."""
+def project(
+    name: str, table: str, schema: str = SCHEMA, profile: dict[str, Any] | None = None
+) -> Path:
+    """A dbt project whose models read `table` and are built in `schema` (embedded default)."""
     root = WORK / name
     if root.exists():
         shutil.rmtree(root)
@@ -81,14 +85,14 @@ def project(name: str, table: str, schema: str = SCHEMA) -> Path:
     (root / "dbt_project.yml").write_text(
         yaml.safe_dump({"name": "bench_cdf", "version": "1.0", "profile": "bench"})
     )
-    profile = {
+    profile = profile or {
         "type": "icetime",
         "method": "session",
-        "schema": schema,
         "icetime_dir": str(WORK / "catalog"),
         "threads": 1,
         "spark_conf": {"spark.driver.memory": "8g"},
     }
+    profile = {**profile, "schema": schema}
     (root / "profiles.yml").write_text(
         yaml.safe_dump({"bench": {"target": "dev", "outputs": {"dev": profile}}})
     )
@@ -130,24 +134,30 @@ def files_read(output: str) -> str:
     )
 
 
-def create_upstream(spark: Any, table: str, rows: int) -> tuple[int, int]:
-    spark.sql(f"create namespace if not exists icetime.{SCHEMA}")
-    spark.sql(f"drop table if exists icetime.{SCHEMA}.{table} purge")
-    spark.sql(
+def create_upstream(run: Run, table: str, rows: int) -> None:
+    """The upstream table: `rows` orders in 100 data files, merge-on-read."""
+    run(f"create namespace if not exists icetime.{SCHEMA}")
+    run(f"drop table if exists icetime.{SCHEMA}.{table} purge")
+    run(
         f"create table icetime.{SCHEMA}.{table} (order_id bigint, customer_id bigint, "
         f"status string, amount decimal(12, 2), updated_at timestamp, address string, "
         f"note string) using iceberg {MOR}"
     )
-    spark.range(0, rows, numPartitions=100).selectExpr(
-        "id as order_id",
-        "id % 100003 as customer_id",
-        "element_at(array('open', 'paid', 'shipped'), cast(id % 3 as int) + 1) as status",
-        "cast(id % 10007 as decimal(12, 2)) as amount",
-        "timestamp_seconds(1700000000 + id / 100) as updated_at",
+    run(
+        f"insert into icetime.{SCHEMA}.{table} select id as order_id, "
+        "id % 100003 as customer_id, "
+        "element_at(array('open', 'paid', 'shipped'), cast(id % 3 as int) + 1) as status, "
+        "cast(id % 10007 as decimal(12, 2)) as amount, "
+        "timestamp_seconds(1700000000 + id / 100) as updated_at, "
         # Order rows carry text; without it 10M rows compress to ~6 bytes each.
-        "concat(cast(id % 9973 as string), ' ', sha2(cast(id % 250007 as string), 224)) as address",
-        "md5(cast(id as string)) as note",
-    ).writeTo(f"icetime.{SCHEMA}.{table}").append()
+        "concat(cast(id % 9973 as string), ' ', sha2(cast(id % 250007 as string), 224)) "
+        "as address, md5(cast(id as string)) as note "
+        f"from range(0, {rows}, 1, 100)"
+    )
+
+
+def table_size(spark: Any, table: str) -> tuple[int, int]:
+    """Data files and bytes of the table's current snapshot."""
     summary = spark.sql(
         f"select summary['total-data-files'], summary['total-files-size'] "
         f"from icetime.{SCHEMA}.{table}.snapshots order by committed_at desc limit 1"
@@ -155,9 +165,9 @@ def create_upstream(spark: Any, table: str, rows: int) -> tuple[int, int]:
     return int(summary[0]), int(summary[1])
 
 
-def change_recent(spark: Any, table: str, rows: int, changed: int) -> None:
+def change_recent(run: Run, table: str, rows: int, changed: int) -> None:
     """Update the `changed` most recent orders in one MERGE commit."""
-    spark.sql(
+    run(
         f"merge into icetime.{SCHEMA}.{table} t using (select id as order_id from "
         f"range({rows - changed}, {rows})) c on t.order_id = c.order_id "
         "when matched then update set status = 'refunded', amount = t.amount + 1, "
@@ -179,15 +189,20 @@ def main() -> None:
         {"method": "session", "schema": SCHEMA, "icetime_dir": str(WORK / "catalog")}
     )
     spark = spark_session(creds)
+
+    def run(statement: str) -> None:
+        spark.sql(statement).collect()
+
     started = time.monotonic()
-    files, size = create_upstream(spark, "orders", rows)
+    create_upstream(run, "orders", rows)
+    files, size = table_size(spark, "orders")
     root = project("base", "orders")
     dbt_run(root)
     table_rows: list[Any] = []
     cdf_at_base = 0.0
     for share in (0.001, 0.01, 0.1):
         changed = int(rows * share)
-        change_recent(spark, "orders", rows, changed)
+        change_recent(run, "orders", rows, changed)
         times, output = dbt_run(root)
         label = f"{share * 100:g} % changed ({changed:,} rows)"
         table_rows += [
@@ -219,11 +234,11 @@ def main() -> None:
         )
     )
     # Doubling: twice the rows, the same number of changed rows as the 0.1 % step.
-    create_upstream(spark, "orders_double", 2 * rows)
+    create_upstream(run, "orders_double", 2 * rows)
     # Its own schema: the doubled CDF target must not be the 1x run's table.
     doubled = project("double", "orders_double", f"{SCHEMA}_2x")
     dbt_run(doubled, "a_warmup", "cdf")
-    change_recent(spark, "orders_double", 2 * rows, int(rows * 0.001))
+    change_recent(run, "orders_double", 2 * rows, int(rows * 0.001))
     times, output = dbt_run(doubled, "a_warmup", "cdf")
     table_rows += [
         measured(

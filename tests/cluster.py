@@ -244,8 +244,8 @@ class Cluster:
         """SIGKILL worker ``index``: a machine lost in the middle of a job."""
         _terminate(self.state.workers[index].pid, signal.SIGKILL)
 
-    def start_thrift(self) -> None:
-        port = free_port()
+    def start_thrift(self, port: int | None = None) -> None:
+        port = port or free_port()
         home = self.directory / "thrift"
         home.mkdir(exist_ok=True)
         log = home / "thrift.log"
@@ -290,11 +290,13 @@ class Cluster:
         _wait_for_thrift(port, pid, log)
 
     def restart_thrift(self) -> None:
+        """Stop the Thrift Server and start it again on the same port (clients' profiles)."""
         assert self.state.thrift is not None
+        port = self.state.thrift.port
         _terminate(self.state.thrift.pid)
         self.state.thrift = None
         self.state.save()
-        self.start_thrift()
+        self.start_thrift(port)
 
     def _server_credentials(self) -> IcetimeCredentials:
         pg = self.postgres
@@ -334,13 +336,24 @@ class Cluster:
         return proc.pid
 
 
-def write_profiles(cluster: Cluster, directory: Path, name: str, targets: dict[str, str]) -> Path:
-    """A profiles.yml with one thrift target per ``{target: schema}`` on ``cluster``."""
-    outputs = {target: cluster.profile(schema) for target, schema in targets.items()}
-    default = next(iter(targets))
+def write_profiles(cluster: Cluster, directory: Path, profiles: dict[str, dict[str, str]]) -> Path:
+    """A profiles.yml on ``cluster``: ``{profile: {target: schema}}``, the first target default."""
+    document = {
+        name: {
+            "target": next(iter(targets)),
+            "outputs": {target: cluster.profile(schema) for target, schema in targets.items()},
+        }
+        for name, targets in profiles.items()
+    }
     path = directory / "profiles.yml"
-    path.write_text(yaml.safe_dump({name: {"target": default, "outputs": outputs}}))
+    path.write_text(yaml.safe_dump(document))
     return path
+
+
+# The demo project's profile and targets (integration_tests/profiles.yml), on the cluster.
+DEMO_PROFILES = {
+    "icetime_demo": {"dev": "analytics", "replay": "analytics_replay", "pr_42": "analytics__pr_42"}
+}
 
 
 def _terminate(pid: int, sig: signal.Signals = signal.SIGTERM, timeout: float = 30.0) -> None:
@@ -435,11 +448,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "up":
         cluster = Cluster(args.dir, workers=args.workers).start()
-        targets = {"dev": "analytics"}
-        profiles = write_profiles(cluster, cluster.directory, "icetime_cluster", targets)
+        profiles = {"icetime_cluster": {"dev": "analytics"}, **DEMO_PROFILES}
+        written = write_profiles(cluster, cluster.directory, profiles)
         print(f"cluster up: master {cluster.master_url}, Thrift Server port {cluster.thrift_port}")
         print(f"PostgreSQL catalog {cluster.postgres.jdbc_uri}; warehouse {cluster.warehouse}")
-        print(f"a dbt profile for it: {profiles} (profile icetime_cluster)")
+        print(f"dbt profiles for it (icetime_cluster, and icetime_demo for the demo): {written}")
         return 0
     if args.action == "down":
         try:

@@ -28,11 +28,10 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata import PyIcebergReader
-from tests.cluster import Cluster, write_profiles
+from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
 from tests.helpers import run_dbt_process
 
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
-TARGETS = {"dev": "analytics", "replay": "analytics_replay", "pr_42": "analytics__pr_42"}
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +104,7 @@ def deployment(
     (project / "packages.yml").write_text(f"packages:\n  - local: {DEMO.parent}\n")
     if request.param == "cluster":
         cluster: Cluster = request.getfixturevalue("cluster")
-        write_profiles(cluster, project, "icetime_demo", TARGETS)
+        write_profiles(cluster, project, DEMO_PROFILES)
         profile = cluster.profile("analytics")
     else:
         # The demo's own profiles.yml: the zero-config profile, catalog in <project>/.icetime.

@@ -17,8 +17,10 @@ from dbt.adapters.icetime.cdf.plan import (
     Watermark,
     plan_range,
 )
+from dbt.adapters.icetime.cdf.reads import ChangelogReads
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
 from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
+from dbt.adapters.icetime.metadata.readers import TableName
 
 UUID = "7c0d0c6e-0000-4000-8000-000000000001"
 
@@ -124,3 +126,44 @@ def test_change_sql_counts_signs_and_pairs_updates() -> None:
 def test_full_sql_tags_every_row_as_insert() -> None:
     sql = full_sql(["`id`"], "t VERSION AS OF 6", 6, 6000)
     assert "'insert' as _change_type" in sql and "timestamp_millis(6000)" in sql
+
+
+def test_changelog_reads_use_iceberg_changelog_only_without_delete_files() -> None:
+    no_deletes = {"total-delete-files": "0"}
+    metadata = table(
+        snap(1, None, "append", **no_deletes),
+        snap(2, 1, "append", **no_deletes),
+        snap(3, 2, "overwrite", **no_deletes),  # copy-on-write: files replaced, no delete file
+        snap(4, 3, "overwrite", **{"total-delete-files": "1", "added-delete-files": "1"}),
+        snap(5, 4, "append", **{"total-delete-files": "1"}),  # deletes still in the table
+    )
+    change_range = plan_range(metadata, Watermark(UUID, 1), 5)
+    assert isinstance(change_range, ChangeRange)
+    executed: list[str] = []
+    reads = ChangelogReads(
+        TableName("icetime", "raw", "orders"),
+        metadata,
+        metadata.current_schema,
+        executed.append,
+        "icetime_cdf__m__0",
+    )
+    by_commit = {r.commit.snapshot_id: r for r in reads.commit_reads(change_range)}
+    # Commits 2 and 3 through changelog views; 4 and 5 (a delete file in the table) whole.
+    assert executed == [
+        "call `icetime`.system.create_changelog_view(table => '`raw`.`orders`', options => "
+        f"map('start-snapshot-id', '{p}', 'end-snapshot-id', '{s}'), "
+        f"changelog_view => 'icetime_cdf__m__0__log{i}')"
+        for i, (p, s) in enumerate([(1, 2), (2, 3)])
+    ]
+    assert by_commit[2].before is None  # an append: inserts only
+    assert "`icetime_cdf__m__0__log0` where _change_type = 'INSERT'" in by_commit[2].after
+    assert "`icetime_cdf__m__0__log1` where _change_type = 'DELETE'" in str(by_commit[3].before)
+    for whole in (4, 5):
+        assert f"VERSION AS OF {whole - 1}" in str(by_commit[whole].before)
+        assert f"VERSION AS OF {whole}" in by_commit[whole].after
+    assert reads.describe().startswith("2 commit(s) through Iceberg's changelog view")
+    reads.close()
+    assert executed[-2:] == [
+        "drop view if exists `icetime_cdf__m__0__log0`",
+        "drop view if exists `icetime_cdf__m__0__log1`",
+    ]

@@ -122,13 +122,14 @@ class PropertyBase(PackageProject):
             "sources.yml": SOURCES,
             "latest.sql": MERGE_MODEL.format(extra=""),
             "latest_snapshots.sql": MERGE_MODEL.format(extra=", cdf_read_path='snapshots'"),
+            "latest_changelog.sql": MERGE_MODEL.format(extra=", cdf_read_path='changelog'"),
             "log.sql": LOG_MODEL,
             "by_status.sql": AGG_MODEL,
         }
 
     def check(self, project: Any, history: list[str]) -> None:
         try:
-            for model in ("latest", "latest_snapshots"):
+            for model in ("latest", "latest_snapshots", "latest_changelog"):
                 assert_equal_sets(project, f"select * from {{s}}.{model}", MERGE_REBUILD)
             assert_equal_sets(project, "select * from {s}.by_status", AGG_REBUILD)
             # The change log, netted, is the upstream: nothing lost, nothing doubled.

@@ -28,7 +28,13 @@ from dbt.adapters.icetime import embedded, errors, wap
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
-from dbt.adapters.icetime.cdf.reads import FileReads, Reads, SnapshotReads, output_schema
+from dbt.adapters.icetime.cdf.reads import (
+    ChangelogReads,
+    FileReads,
+    Reads,
+    SnapshotReads,
+    output_schema,
+)
 from dbt.adapters.icetime.cdf.runs import CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.state import STATE_PROPERTY
 from dbt.adapters.icetime.clones import report as clone_report
@@ -380,7 +386,7 @@ class IcetimeAdapter(SparkAdapter):
         pinned = relation.snapshot_id if isinstance(relation, IcetimeRelation) else None
         upstream = Upstream(
             name=str(name),
-            table_sql=name.sql(),
+            table=name,
             metadata=metadata,
             to_snapshot=pinned if pinned is not None else metadata.current_snapshot_id,
             view=view_name(model["unique_id"], str(len(run.upstreams))),
@@ -472,8 +478,13 @@ class IcetimeAdapter(SparkAdapter):
     def _cdf_reads(self, upstream: Upstream, config: CdfConfig) -> Reads:
         out = output_schema(upstream.metadata, upstream.to_snapshot)
         creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
-        if config.read_path == "snapshots" or not creds.is_embedded:
+        if config.read_path == "snapshots":
             return SnapshotReads(upstream.table_sql, upstream.metadata, out)
+        if config.read_path == "changelog" or not creds.is_embedded:
+            # Remote methods: the file-level reads below need this process's own JVM.
+            return ChangelogReads(
+                upstream.table, upstream.metadata, out, self.execute, upstream.view
+            )
         spark = embedded.spark_session(creds)
         counter = itertools.count()
 
@@ -519,7 +530,7 @@ class IcetimeAdapter(SparkAdapter):
             run.add(
                 Upstream(
                     name=key,
-                    table_sql=item.table.sql(),
+                    table=item.table,
                     metadata=metadata,
                     to_snapshot=to_snapshot,
                     view=view_name(node_id, f"keys{index}"),

@@ -10,7 +10,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.runs import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
 
 CDF_MODES = (MERGE, APPEND_MODE)
-READ_PATHS = ("auto", "snapshots")
+READ_PATHS = ("auto", "changelog", "snapshots")
 
 
 @dataclass(frozen=True)

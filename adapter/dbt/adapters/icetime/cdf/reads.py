@@ -1,12 +1,16 @@
 """Where a commit's before and after rows come from.
 
 ``SnapshotReads`` works on any connection: it time-travels to the parent and to the commit and
-reads whole snapshots (correct everywhere, cost grows with the table). ``FileReads`` needs the
-local Spark session: it plans the table at both snapshots through Iceberg's Java API, keeps only
-the files whose rows can differ (added, removed, or whose delete files changed: position and
-equality deletes, deletion vectors), and reads exactly those tasks, with their delete files
-applied, through Iceberg's staged scans. Appends are read with Iceberg's incremental scan, which
-is right for them (it is wrong for overwrites and deletes, which it skips).
+reads whole snapshots (correct everywhere, cost grows with the table). ``ChangelogReads`` also
+works on any connection (thrift, http): a commit made while the table had no delete file is read
+through Iceberg's ``create_changelog_view`` (a temporary view, in the connection's session, of
+the rows of the files the commit added and removed), any other commit as whole snapshots, since
+Iceberg's changelog scan refuses delete files. ``FileReads`` needs the local Spark session: it
+plans the table at both snapshots through Iceberg's Java API, keeps only the files whose rows can
+differ (added, removed, or whose delete files changed: position and equality deletes, deletion
+vectors), and reads exactly those tasks, with their delete files applied, through Iceberg's
+staged scans. Appends are read with Iceberg's incremental scan, which is right for them (it is
+wrong for overwrites and deletes, which it skips).
 
 Every read is projected to the columns of the snapshot the run pins, matched by field id, so
 rows from before a column was added, renamed or widened compare equal to their later copies.
@@ -18,11 +22,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from dbt.adapters.icetime import system
 from dbt.adapters.icetime.cdf.changes import CommitReads
 from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, ChangeRange, Commit
-from dbt.adapters.icetime.metadata.model import Schema, TableMetadata
+from dbt.adapters.icetime.metadata.model import TOTAL_DELETE_FILES, Schema, TableMetadata
+from dbt.adapters.icetime.metadata.readers import TableName
 from dbt.adapters.icetime.pins.schema_mode import field_projection
-from dbt.adapters.icetime.sql import quote_identifier
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 
 class Reads(Protocol):
@@ -69,6 +75,92 @@ class SnapshotReads:
 
     def close(self) -> None:
         pass
+
+
+class ChangelogReads:
+    """Iceberg's changelog view for commits made without delete files; whole snapshots else.
+
+    The view holds the rows of the data files a commit added (``INSERT``) and removed
+    (``DELETE``); rows a copy-on-write rewrite carried over appear on both sides and cancel in
+    the change SQL. It is right only when no delete file applies to those files, which holds
+    when the table had none before the commit and none after it (snapshot summaries'
+    ``total-delete-files``); any other commit is read as whole snapshots.
+    """
+
+    def __init__(
+        self,
+        table: TableName,
+        metadata: TableMetadata,
+        out: Schema,
+        execute: Callable[[str], object],
+        view_prefix: str,
+    ) -> None:
+        self.table = table
+        self.metadata = metadata
+        self.execute = execute
+        self.view_prefix = view_prefix
+        self.projection = ", ".join(field_projection(metadata.current_schema, out))
+        self.snapshots = SnapshotReads(table.sql(), metadata, out)
+        self.views: list[str] = []
+        self.whole = 0
+
+    def commit_reads(self, change_range: ChangeRange) -> list[CommitReads]:
+        reads = []
+        for commit in change_range.commits:
+            if commit.kind == COMPACTION:
+                continue
+            if not (self._no_deletes(commit.parent_id) and self._no_deletes(commit.snapshot_id)):
+                self.whole += 1
+                reads += self.snapshots.commit_reads(
+                    ChangeRange(
+                        change_range.table,
+                        change_range.table_uuid,
+                        change_range.to_snapshot,
+                        change_range.to_timestamp_ms,
+                        change_range.from_snapshot,
+                        (commit,),
+                    )
+                )
+                continue
+            view = quote_identifier(f"{self.view_prefix}__log{len(self.views)}")
+            options = (
+                f"map('start-snapshot-id', '{int(commit.parent_id)}', "
+                f"'end-snapshot-id', '{int(commit.snapshot_id)}')"
+            )
+            self.execute(
+                system.call(
+                    self.table.catalog,
+                    "create_changelog_view",
+                    self.table,
+                    options=options,
+                    changelog_view=sql_literal(view.strip("`")),
+                )
+            )
+            self.views.append(view)
+
+            def side(kind: str, view: str = view) -> str:
+                return f"(select {self.projection} from {view} where _change_type = '{kind}')"
+
+            before = None if commit.kind == APPEND else side("DELETE")
+            reads.append(CommitReads(commit, before, side("INSERT")))
+        return reads
+
+    def _no_deletes(self, snapshot_id: int) -> bool:
+        snapshot = self.metadata.snapshot(snapshot_id)
+        total = snapshot.summary.get(TOTAL_DELETE_FILES) if snapshot is not None else None
+        return total == "0"
+
+    def describe(self) -> str:
+        logged = len(self.views)
+        return (
+            f"{logged} commit(s) through Iceberg's changelog view (the files they added and "
+            f"removed), {self.whole} as whole snapshots by time travel (delete files)"
+        )
+
+    def close(self) -> None:
+        for view in self.views:
+            self.execute(f"drop view if exists {view}")
+        self.views.clear()
 
 
 Task = tuple[Any, frozenset[str]]  # a Java FileScanTask and the paths of its delete files

@@ -43,12 +43,16 @@ GAP_CHOICES = (GAP_FAIL, GAP_FULL_REFRESH)
 @dataclass
 class Upstream:
     name: str  # fully qualified, as recorded in the state
-    table_sql: str
+    table: TableName
     metadata: TableMetadata
     to_snapshot: int | None
     view: str
     keys: Sequence[str] = ()  # columns to project for cdf_recompute_keys
     change_range: ChangeRange | None = None
+
+    @property
+    def table_sql(self) -> str:
+        return self.table.sql()
 
 
 @dataclass

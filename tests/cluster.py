@@ -118,10 +118,13 @@ class Cluster:
     def warehouse(self) -> Path:
         return self.directory / "warehouse"
 
-    def profile(self, schema: str, **overrides: Any) -> dict[str, Any]:
-        """An icetime thrift profile for this cluster; pyiceberg reads the same catalog."""
-        pg = self.postgres
-        return {
+    def profile(self, schema: str, client_catalog: bool = True) -> dict[str, Any]:
+        """An icetime thrift profile for this cluster.
+
+        ``client_catalog``: the client opens the same PostgreSQL catalog with pyiceberg;
+        without it (`catalog_type: server`) metadata comes through Spark SQL.
+        """
+        profile: dict[str, Any] = {
             "type": "icetime",
             "method": "thrift",
             "host": "127.0.0.1",
@@ -130,12 +133,16 @@ class Cluster:
             "schema": schema,
             "threads": 1,
             "catalog": CATALOG,
-            "catalog_type": "postgres",
-            "catalog_uri": pg.jdbc_uri,
-            "catalog_user": pg.user,
-            "catalog_password": pg.password,
-            **overrides,
         }
+        if client_catalog:
+            pg = self.postgres
+            profile.update(
+                catalog_type="postgres",
+                catalog_uri=pg.jdbc_uri,
+                catalog_user=pg.user,
+                catalog_password=pg.password,
+            )
+        return profile
 
     # -- start and stop ---------------------------------------------------------------------
 
@@ -298,6 +305,35 @@ class Cluster:
         self.state.save()
         self.start_thrift(port)
 
+    def sql(self, statement: str) -> list[tuple[Any, ...]]:
+        """Run one statement in a Thrift session of its own; its rows, if it has any."""
+        from pyhive import hive
+
+        connection = hive.connect(
+            host="127.0.0.1", port=self.thrift_port, username="cluster", database=CATALOG
+        )
+        try:
+            cursor = connection.cursor()
+            cursor.execute(statement)
+            return list(cursor.fetchall()) if cursor.description else []
+        except TypeError:  # a statement without a result set (see the adapter's connections)
+            return []
+        finally:
+            connection.close()
+
+    def empty_catalog(self) -> None:
+        """Drop every view, table and namespace but `default` (catalog entries; files stay)."""
+        for (namespace,) in self.sql("show namespaces"):
+            if namespace == "default":
+                continue
+            quoted = f"`{namespace}`"
+            for row in self.sql(f"show views in {quoted}"):
+                if not row[2]:  # not a temporary view
+                    self.sql(f"drop view if exists {quoted}.`{row[1]}`")
+            for row in self.sql(f"show tables in {quoted}"):
+                self.sql(f"drop table if exists {quoted}.`{row[1]}`")
+            self.sql(f"drop namespace if exists {quoted}")
+
     def _server_credentials(self) -> IcetimeCredentials:
         pg = self.postgres
         return IcetimeCredentials.from_dict(
@@ -336,12 +372,20 @@ class Cluster:
         return proc.pid
 
 
-def write_profiles(cluster: Cluster, directory: Path, profiles: dict[str, dict[str, str]]) -> Path:
+def write_profiles(
+    cluster: Cluster,
+    directory: Path,
+    profiles: dict[str, dict[str, str]],
+    client_catalog: bool = True,
+) -> Path:
     """A profiles.yml on ``cluster``: ``{profile: {target: schema}}``, the first target default."""
     document = {
         name: {
             "target": next(iter(targets)),
-            "outputs": {target: cluster.profile(schema) for target, schema in targets.items()},
+            "outputs": {
+                target: cluster.profile(schema, client_catalog)
+                for target, schema in targets.items()
+            },
         }
         for name, targets in profiles.items()
     }

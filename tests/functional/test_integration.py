@@ -5,7 +5,9 @@ registry). The module runs twice:
 
 - ``embedded``: `method: session`, a local Spark session, Iceberg JDBC catalog on SQLite;
 - ``cluster``: `method: thrift` to a Spark Thrift Server on a standalone master with two workers,
-  Iceberg JDBC catalog in PostgreSQL (``tests/cluster.py``), pyiceberg on the same catalog.
+  Iceberg JDBC catalog in PostgreSQL (``tests/cluster.py``), pyiceberg on the same catalog;
+- ``cluster_spark_sql``: the same cluster with `catalog_type: server`: a client that cannot open
+  the catalog reads metadata through Spark SQL and table files straight from storage.
 
 The checks read the tables back through pyiceberg on the deployment's own catalog: rows,
 snapshot ids, refs and properties, as a user would look at them.
@@ -89,7 +91,11 @@ def utc_now() -> str:
 
 @pytest.fixture(
     scope="module",
-    params=["embedded", pytest.param("cluster", marks=pytest.mark.cluster)],
+    params=[
+        "embedded",
+        pytest.param("cluster", marks=pytest.mark.cluster),
+        pytest.param("cluster_spark_sql", marks=pytest.mark.cluster),
+    ],
 )
 def deployment(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -102,10 +108,11 @@ def deployment(
         ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages"),
     )
     (project / "packages.yml").write_text(f"packages:\n  - local: {DEMO.parent}\n")
-    if request.param == "cluster":
+    if request.param.startswith("cluster"):
         cluster: Cluster = request.getfixturevalue("cluster")
-        write_profiles(cluster, project, DEMO_PROFILES)
-        profile = cluster.profile("analytics")
+        client_catalog = request.param == "cluster"
+        write_profiles(cluster, project, DEMO_PROFILES, client_catalog)
+        profile = cluster.profile("analytics")  # the checks read the catalog with pyiceberg
     else:
         # The demo's own profiles.yml: the zero-config profile, catalog in <project>/.icetime.
         profile = {
@@ -126,6 +133,9 @@ def deployment(
     flow.dbt("run-operation", "ingest_batch", "--args", "{batch: 3}")
     flow.outputs["second build"] = flow.dbt("build")
     yield flow
+    if request.param.startswith("cluster"):
+        # The cluster (and its catalog) is shared: the next deployment starts from nothing.
+        request.getfixturevalue("cluster").empty_catalog()
 
 
 def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:

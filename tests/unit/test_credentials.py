@@ -39,6 +39,15 @@ def test_remote_method_uses_the_servers_catalog() -> None:
     assert not creds.is_embedded
 
 
+def test_remote_method_with_a_named_catalog_uses_three_part_names() -> None:
+    creds = IcetimeCredentials.from_dict(
+        {"method": "thrift", "host": "h", "port": 1, "user": "u", "schema": "s", "catalog": "lake"}
+    )
+    assert creds.catalog_type == "server"
+    assert creds.database == "lake"
+    assert dict(creds.connection_info())["database"] == "lake"
+
+
 def test_target_exposes_database() -> None:
     info = dict(parse().connection_info())
     assert info["database"] == "icetime"

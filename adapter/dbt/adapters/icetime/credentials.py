@@ -52,6 +52,10 @@ class IcetimeCredentials(SparkCredentials):
         if data.get("method") == SparkConnectionMethod.SESSION and not data.get("host"):
             # dbt-spark requires `host`; a local session has none worth naming.
             data["host"] = "localhost"
+        elif data.get("catalog") and not data.get("database"):
+            # A remote server's Iceberg catalog named in the profile: three-part names in it.
+            # Without `catalog`, names stay two-part and resolve in the server's default one.
+            data["database"] = data["catalog"]
         return data
 
     def __post_init__(self) -> None:

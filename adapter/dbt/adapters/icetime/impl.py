@@ -53,6 +53,7 @@ from dbt.adapters.icetime.metadata import (
     TableName,
     choose_reader,
 )
+from dbt.adapters.icetime.metadata.readers import FileAccess, SchemeFileAccess
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.schema_mode import current_schema_projection
 from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode, collect_inputs
@@ -544,9 +545,11 @@ class IcetimeAdapter(SparkAdapter):
         """What the clone and history operations use of this adapter."""
         creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]
         reader = self.metadata_reader()
-        files = reader if isinstance(reader, PyIcebergReader) else None
+        files: FileAccess | None = reader if isinstance(reader, PyIcebergReader) else None
         if isinstance(reader, FallbackReader):
             files = reader.pyiceberg
+        if files is None:  # metadata through Spark SQL: the files straight from storage
+            files = SchemeFileAccess()
         settings = CatalogSettings.from_credentials(creds)
         return Services(
             execute=self.execute,

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader
+from dbt.adapters.icetime.metadata import MetadataReader
+from dbt.adapters.icetime.metadata.readers import FileAccess
 
 Rows = Sequence[Sequence[Any]]
 
@@ -21,8 +21,9 @@ class Services:
     execute: Callable[[str], object]
     fetch: Callable[[str], Rows]
     reader: MetadataReader
-    # pyiceberg on the catalog, when this client can open it (file I/O, manifests).
-    files: PyIcebergReader | None
+    # Table files (manifests, metadata JSON): pyiceberg on the catalog when this client can
+    # open it, else by each path's scheme.
+    files: FileAccess
     catalog: str | None
     # The warehouse new tables go to when the catalog is icetime's own (None: the server's).
     warehouse: str | None
@@ -34,12 +35,3 @@ class Services:
     cli_vars: Mapping[str, Any]
     project_vars: Mapping[str, Any]
     invocation_id: str
-
-    def require_files(self, what: str) -> PyIcebergReader:
-        if self.files is None:
-            raise errors.ConfigurationError(
-                f"{what} reads and writes Iceberg metadata with pyiceberg, which needs a catalog "
-                "this client can open (catalog_type sqlite or postgres, metadata_access auto or "
-                "pyiceberg)."
-            )
-        return self.files

@@ -126,13 +126,12 @@ class CloneOperations:
 
     def report(self, env: Any) -> list[report.Line]:
         name = spec.env_name(env) if env is not None else None
-        files = self.services.require_files("icetime.environment_report")
         members = self.environments.records.read(name)
         if name is not None and not members:
             raise errors.ConfigurationError(
                 f"Environment {name!r} does not exist: no record of it."
             )
-        sizes = report.Sizes(self.services.reader, files)
+        sizes = report.Sizes(self.services.reader, self.services.files)
         now = int(time.time() * 1000)
         return [sizes.line(m, now) for m in members]
 

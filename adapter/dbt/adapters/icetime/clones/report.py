@@ -18,8 +18,9 @@ from typing import Any
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.clones.environments import TABLE, Member
 from dbt.adapters.icetime.clones.service import Clone, parse_name
-from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader
+from dbt.adapters.icetime.metadata import MetadataReader
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
+from dbt.adapters.icetime.metadata.readers import FileAccess
 from dbt.adapters.icetime.pins.spec import format_ms
 
 COLUMNS = (
@@ -63,7 +64,7 @@ class Line:
 
 
 class Sizes:
-    def __init__(self, reader: MetadataReader, files: PyIcebergReader) -> None:
+    def __init__(self, reader: MetadataReader, files: FileAccess) -> None:
         self.reader = reader
         self.files = SnapshotFiles(files.file_io())
 

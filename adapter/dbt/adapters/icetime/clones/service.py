@@ -27,8 +27,9 @@ from pyiceberg.io import FileIO
 from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.clones.document import CLONE_PROPERTY_PREFIX, clone_document
 from dbt.adapters.icetime.clones.spec import Lifetime
-from dbt.adapters.icetime.metadata import MetadataReader, PyIcebergReader, TableMetadata, TableName
+from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.parse import parse_metadata
+from dbt.adapters.icetime.metadata.readers import FileAccess
 from dbt.adapters.icetime.pins.resolve import resolve
 from dbt.adapters.icetime.pins.spec import Point, format_ms
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
@@ -141,7 +142,7 @@ class Cloner:
     def __init__(
         self,
         reader: MetadataReader,
-        files: PyIcebergReader | None,
+        files: FileAccess,
         execute: Callable[[str], object],
         catalog: str | None,
         warehouse: str | None,
@@ -232,11 +233,6 @@ class Cloner:
         return f"{base}/{target.namespace}/{target.name}-{table_uuid}"
 
     def _files(self) -> FileIO:
-        if self.files is None:
-            raise errors.ConfigurationError(
-                "Clones are written with pyiceberg, which needs a catalog this client can open "
-                "(catalog_type sqlite or postgres, metadata_access auto or pyiceberg)."
-            )
         return self.files.file_io()
 
     # -- finding --------------------------------------------------------------------------------

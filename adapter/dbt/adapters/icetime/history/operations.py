@@ -61,10 +61,9 @@ class HistoryOperations:
         point = parse_point(to, "to")
         dry = spec.flag(dry_run, "dry_run")
         tables = self._targets(model, relation, None)
-        files = self.services.require_files("icetime.restore")
         restorer = Restorer(
             self.services.reader,
-            SnapshotFiles(files.file_io()),
+            SnapshotFiles(self.services.files.file_io()),
             self.services.execute,
             self.services.catalog,
             time.perf_counter,

@@ -62,6 +62,23 @@ class MetadataReader(Protocol):
         ...
 
 
+class FileAccess(Protocol):
+    """Reads and writes table files (manifests, metadata JSON) with pyiceberg's FileIO."""
+
+    def file_io(self) -> Any: ...
+
+
+class SchemeFileAccess:
+    """pyiceberg's FileIO chosen by each path's scheme (file:, s3:, ...), with this process's
+    own credentials: the table files of a catalog the client cannot open itself (its
+    metadata then comes through Spark SQL, the files straight from storage)."""
+
+    def file_io(self) -> Any:
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        return PyArrowFileIO()
+
+
 class PyIcebergReader:
     """Reads metadata straight from the catalog database: one indexed SQL lookup of the
     metadata location (the JDBC catalog's ``iceberg_tables``, shared by Java and pyiceberg),

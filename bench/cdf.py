@@ -134,14 +134,14 @@ def files_read(output: str) -> str:
     )
 
 
-def create_upstream(run: Run, table: str, rows: int) -> None:
-    """The upstream table: `rows` orders in 100 data files, merge-on-read."""
+def create_upstream(run: Run, table: str, rows: int, properties: str = MOR) -> None:
+    """The upstream table: `rows` orders in 100 data files, merge-on-read by default."""
     run(f"create namespace if not exists icetime.{SCHEMA}")
     run(f"drop table if exists icetime.{SCHEMA}.{table} purge")
     run(
         f"create table icetime.{SCHEMA}.{table} (order_id bigint, customer_id bigint, "
         f"status string, amount decimal(12, 2), updated_at timestamp, address string, "
-        f"note string) using iceberg {MOR}"
+        f"note string) using iceberg {properties}"
     )
     run(
         f"insert into icetime.{SCHEMA}.{table} select id as order_id, "

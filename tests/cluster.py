@@ -195,19 +195,7 @@ class Cluster:
     def _start_master(self) -> None:
         port = free_port()
         log = self.directory / "master.log"
-        pid = self._spawn(
-            log,
-            [
-                str(spark_home() / "bin" / "spark-class"),
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(free_port()),
-            ],
-        )
+        pid = self._spawn_daemon(log, "org.apache.spark.deploy.master.Master", port)
         self.state.master = Process("master", pid, port, str(log))
         self.state.save()
         _wait_for_log(log, "I have been elected leader", pid, "the Spark master")
@@ -219,25 +207,12 @@ class Cluster:
         log.unlink(missing_ok=True)
         work = self.directory / f"worker-{index}"
         work.mkdir(exist_ok=True)
-        pid = self._spawn(
+        pid = self._spawn_daemon(
             log,
-            [
-                str(spark_home() / "bin" / "spark-class"),
-                "org.apache.spark.deploy.worker.Worker",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(free_port()),
-                "--cores",
-                "1",
-                "--memory",
-                WORKER_MEMORY,
-                "--work-dir",
-                str(work),
-                self.master_url,
-            ],
+            "org.apache.spark.deploy.worker.Worker",
+            port,
+            *("--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work)),
+            self.master_url,
         )
         worker = Process(f"worker-{index}", pid, port, str(log))
         if index < len(self.state.workers):
@@ -315,9 +290,12 @@ class Cluster:
         try:
             cursor = connection.cursor()
             cursor.execute(statement)
-            return list(cursor.fetchall()) if cursor.description else []
-        except TypeError:  # a statement without a result set (see the adapter's connections)
-            return []
+            if not cursor.description:
+                return []
+            try:
+                return list(cursor.fetchall())
+            except TypeError:  # DDL: described as a column, sent without data (connections.py)
+                return []
         finally:
             connection.close()
 
@@ -350,6 +328,12 @@ class Cluster:
                 "spark_master": self.master_url,
             }
         )
+
+    def _spawn_daemon(self, log: Path, main_class: str, port: int, *arguments: str) -> int:
+        """A Spark master or worker (``spark-class``) on 127.0.0.1:``port``."""
+        command = [str(spark_home() / "bin" / "spark-class"), main_class, "--host", "127.0.0.1"]
+        command += ["--port", str(port), "--webui-port", str(free_port()), *arguments]
+        return self._spawn(log, command)
 
     def _spawn(self, log: Path, command: list[str], cwd: Path | None = None) -> int:
         env = {

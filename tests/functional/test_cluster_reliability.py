@@ -12,7 +12,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -37,44 +36,8 @@ MOR = (
 )
 
 
-class Thrift:
-    """A Thrift client of the test's own: a new session per call, as another tool would."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-
-    def rows(self, statement: str) -> list[tuple[Any, ...]]:
-        from pyhive import hive
-
-        connection = hive.connect(
-            host="127.0.0.1", port=self.cluster.thrift_port, username="test", database="icetime"
-        )
-        try:
-            cursor = connection.cursor()
-            cursor.execute(statement)
-            return list(cursor.fetchall()) if cursor.description else []
-        finally:
-            connection.close()
-
-    def run(self, statement: str) -> None:
-        from pyhive import hive
-
-        connection = hive.connect(
-            host="127.0.0.1", port=self.cluster.thrift_port, username="test", database="icetime"
-        )
-        try:
-            connection.cursor().execute(statement)
-        finally:
-            connection.close()
-
-
 @pytest.fixture(scope="module")
-def thrift(cluster: Cluster) -> Thrift:
-    return Thrift(cluster)
-
-
-@pytest.fixture(scope="module")
-def project(cluster: Cluster, thrift: Thrift, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def project(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A dbt project on the cluster with a CDF model over a 600,000-row merge-on-read table."""
     root = tmp_path_factory.mktemp("reliability")
     (root / "models").mkdir()
@@ -87,13 +50,13 @@ def project(cluster: Cluster, thrift: Thrift, tmp_path_factory: pytest.TempPathF
     (root / "models" / "sources.yml").write_text(raw_sources("orders"))
     (root / "models" / "orders_cdf.sql").write_text(MODEL)
     (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
-    thrift.run(f"create namespace if not exists {SCHEMA}")
-    thrift.run(f"drop table if exists {SCHEMA}.orders")
-    thrift.run(
+    cluster.sql(f"create namespace if not exists {SCHEMA}")
+    cluster.sql(f"drop table if exists {SCHEMA}.orders")
+    cluster.sql(
         f"create table {SCHEMA}.orders (order_id bigint, status string, amount bigint, "
         f"note string) using iceberg {MOR}"
     )
-    thrift.run(
+    cluster.sql(
         f"insert into {SCHEMA}.orders select id, 'open', id % 1000, md5(cast(id as string)) "
         f"from range(0, {ROWS}, 1, 8)"
     )
@@ -108,32 +71,32 @@ def dbt(root: Path, *args: str) -> str:
     return result.output
 
 
-def change(thrift: Thrift, step: int, share: int = 5) -> None:
+def change(cluster: Cluster, step: int, share: int = 5) -> None:
     """Update one row in ``share`` and delete a few: one merge-on-read MERGE, one DELETE."""
-    thrift.run(
+    cluster.sql(
         f"merge into {SCHEMA}.orders t using (select id from range(0, {ROWS}) "
         f"where id % {share} = {step % share}) c on t.order_id = c.id "
         f"when matched then update set status = 'step {step}', amount = t.amount + {step}"
     )
-    thrift.run(f"delete from {SCHEMA}.orders where order_id % 997 = {step}")
+    cluster.sql(f"delete from {SCHEMA}.orders where order_id % 997 = {step}")
 
 
-def assert_target_equals_rebuild(thrift: Thrift) -> None:
+def assert_target_equals_rebuild(cluster: Cluster) -> None:
     target = f"select order_id, status, amount, note from {SCHEMA}.orders_cdf"
-    assert thrift.rows(f"select count(*) from ({target} except all {REBUILD})") == [(0,)]
-    assert thrift.rows(f"select count(*) from ({REBUILD} except all {target})") == [(0,)]
-    assert thrift.rows(f"select count(*) from {SCHEMA}.orders_cdf") == thrift.rows(
+    assert cluster.sql(f"select count(*) from ({target} except all {REBUILD})") == [(0,)]
+    assert cluster.sql(f"select count(*) from ({REBUILD} except all {target})") == [(0,)]
+    assert cluster.sql(f"select count(*) from {SCHEMA}.orders_cdf") == cluster.sql(
         f"select count(*) from {SCHEMA}.orders"
     )
 
 
-def assert_snapshot_log_whole(thrift: Thrift, table: str) -> None:
+def assert_snapshot_log_whole(cluster: Cluster, table: str) -> None:
     """Every snapshot's parent is in the table's snapshots and main's ancestry is unbroken."""
-    snapshots = dict(thrift.rows(f"select snapshot_id, parent_id from {table}.snapshots"))
+    snapshots = dict(cluster.sql(f"select snapshot_id, parent_id from {table}.snapshots"))
     for snapshot_id, parent_id in snapshots.items():
         assert parent_id is None or parent_id in snapshots, (table, snapshot_id, parent_id)
-    current = thrift.rows(f"select snapshot_id from {table}.refs where name = 'main'")[0][0]
-    history = thrift.rows(f"select snapshot_id, is_current_ancestor from {table}.history")
+    current = cluster.sql(f"select snapshot_id from {table}.refs where name = 'main'")[0][0]
+    history = cluster.sql(f"select snapshot_id, is_current_ancestor from {table}.history")
     ancestors = {s for s, is_ancestor in history if is_ancestor}
     assert current in ancestors
     walked, at = set(), current
@@ -143,10 +106,8 @@ def assert_snapshot_log_whole(thrift: Thrift, table: str) -> None:
     assert walked == ancestors, table
 
 
-def test_a_worker_killed_in_the_middle_of_a_cdf_run(
-    cluster: Cluster, thrift: Thrift, project: Path
-) -> None:
-    change(thrift, 1)
+def test_a_worker_killed_in_the_middle_of_a_cdf_run(cluster: Cluster, project: Path) -> None:
+    change(cluster, 1)
     log = project / "logs" / "dbt.log"
     log.unlink(missing_ok=True)
     run = subprocess.Popen(
@@ -174,20 +135,18 @@ def test_a_worker_killed_in_the_middle_of_a_cdf_run(
     # Spark retries the lost tasks on the other worker, or the run fails; never half-applied.
     assert run.returncode == 0 or "Error" in output, output[-3000:]
     dbt(project, "run")
-    assert_target_equals_rebuild(thrift)
-    assert_snapshot_log_whole(thrift, f"{SCHEMA}.orders_cdf")
+    assert_target_equals_rebuild(cluster)
+    assert_snapshot_log_whole(cluster, f"{SCHEMA}.orders_cdf")
 
 
-def test_the_thrift_server_restarted_between_runs(
-    cluster: Cluster, thrift: Thrift, project: Path
-) -> None:
-    change(thrift, 2)
+def test_the_thrift_server_restarted_between_runs(cluster: Cluster, project: Path) -> None:
+    change(cluster, 2)
     dbt(project, "run")
     cluster.restart_thrift()
-    change(thrift, 3)
+    change(cluster, 3)
     output = dbt(project, "run")
     assert "changes of icetime.reliability.orders since snapshot" in output
-    assert_target_equals_rebuild(thrift)
+    assert_target_equals_rebuild(cluster)
 
 
 @pytest.fixture
@@ -206,9 +165,9 @@ CONFLICT_MARKERS = ("CommitFailedException", "commit conflict", "Cannot commit")
 
 
 def test_two_dbt_processes_commit_to_one_catalog_at_once(
-    cluster: Cluster, thrift: Thrift, project: Path, environment_cleanup: None
+    cluster: Cluster, project: Path, environment_cleanup: None
 ) -> None:
-    change(thrift, 4)
+    change(cluster, 4)
     command = ["--project-dir", str(project), "--profiles-dir", str(project)]
     cdf = subprocess.Popen(
         [DBT, "run", *command],
@@ -241,16 +200,16 @@ def test_two_dbt_processes_commit_to_one_catalog_at_once(
     assert 0 in codes.values(), outputs
     if codes["cdf"] != 0:
         dbt(project, "run")
-    assert_target_equals_rebuild(thrift)
+    assert_target_equals_rebuild(cluster)
     for table in ("orders", "orders_cdf"):
-        assert_snapshot_log_whole(thrift, f"{SCHEMA}.{table}")
+        assert_snapshot_log_whole(cluster, f"{SCHEMA}.{table}")
     if codes["clone"] == 0:
         # The clones read exactly the snapshot each one names as its source.
         for table in ("orders", "orders_cdf"):
             clone_table = f"{SCHEMA}__race.{table}"
-            props = dict(thrift.rows(f"show tblproperties {clone_table}"))
+            props = dict(cluster.sql(f"show tblproperties {clone_table}"))
             snapshot = props["icetime.clone.source_snapshot_id"]
-            at_source = thrift.rows(
+            at_source = cluster.sql(
                 f"select count(*) from {SCHEMA}.{table} version as of {snapshot}"
             )
-            assert thrift.rows(f"select count(*) from {clone_table}") == at_source
+            assert cluster.sql(f"select count(*) from {clone_table}") == at_source

@@ -60,15 +60,14 @@ class SnapshotReads:
         self.out = out
 
     def commit_reads(self, change_range: ChangeRange) -> list[CommitReads]:
-        return [
-            CommitReads(
-                commit,
-                snapshot_read(self.table_sql, self.metadata, commit.parent_id, self.out),
-                snapshot_read(self.table_sql, self.metadata, commit.snapshot_id, self.out),
-            )
-            for commit in change_range.commits
-            if commit.kind != COMPACTION
-        ]
+        return [self.read(c) for c in change_range.commits if c.kind != COMPACTION]
+
+    def read(self, commit: Commit) -> CommitReads:
+        return CommitReads(
+            commit,
+            snapshot_read(self.table_sql, self.metadata, commit.parent_id, self.out),
+            snapshot_read(self.table_sql, self.metadata, commit.snapshot_id, self.out),
+        )
 
     def describe(self) -> str:
         return "whole snapshots by time travel"
@@ -111,18 +110,9 @@ class ChangelogReads:
                 continue
             if not (self._no_deletes(commit.parent_id) and self._no_deletes(commit.snapshot_id)):
                 self.whole += 1
-                reads += self.snapshots.commit_reads(
-                    ChangeRange(
-                        change_range.table,
-                        change_range.table_uuid,
-                        change_range.to_snapshot,
-                        change_range.to_timestamp_ms,
-                        change_range.from_snapshot,
-                        (commit,),
-                    )
-                )
+                reads.append(self.snapshots.read(commit))
                 continue
-            view = quote_identifier(f"{self.view_prefix}__log{len(self.views)}")
+            name = f"{self.view_prefix}__log{len(self.views)}"
             options = (
                 f"map('start-snapshot-id', '{int(commit.parent_id)}', "
                 f"'end-snapshot-id', '{int(commit.snapshot_id)}')"
@@ -133,9 +123,10 @@ class ChangelogReads:
                     "create_changelog_view",
                     self.table,
                     options=options,
-                    changelog_view=sql_literal(view.strip("`")),
+                    changelog_view=sql_literal(name),
                 )
             )
+            view = quote_identifier(name)
             self.views.append(view)
 
             def side(kind: str, view: str = view) -> str:

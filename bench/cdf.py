@@ -5,9 +5,9 @@ files, keyed by order_id. Each step changes a share of it (0.1 %, 1 %, 10 %) the
 tables change: the most recent orders are updated (one MERGE commit). After each step one `dbt run`
 builds a warm-up model (one Iceberg read and write: the JVM's first Spark job costs ~4 s, once
 per dbt invocation), then the three models; times are each model's execution time from
-run_results.json. Then the
-table is doubled (2x rows, a fresh upstream and CDF model) and the CDF run is timed at the same
-change count as the 0.1 % step.
+run_results.json. Then the table is doubled (2x rows in 200 files of the same size, as a table
+grows; a fresh upstream and CDF model in a schema of their own) and the CDF run is timed at the
+same change count as the 0.1 % step.
 
 Data read: the CDF run logs the data files and bytes its change reads touch; the full rebuild
 and the updated_at merge scan the whole upstream (their filter is a subquery, which Iceberg
@@ -134,8 +134,10 @@ def files_read(output: str) -> str:
     )
 
 
-def create_upstream(run: Run, table: str, rows: int, properties: str = MOR) -> None:
-    """The upstream table: `rows` orders in 100 data files, merge-on-read by default."""
+def create_upstream(
+    run: Run, table: str, rows: int, properties: str = MOR, files: int = 100
+) -> None:
+    """The upstream table: `rows` orders in `files` data files, merge-on-read by default."""
     run(f"create namespace if not exists icetime.{SCHEMA}")
     run(f"drop table if exists icetime.{SCHEMA}.{table} purge")
     run(
@@ -152,7 +154,7 @@ def create_upstream(run: Run, table: str, rows: int, properties: str = MOR) -> N
         # Order rows carry text; without it 10M rows compress to ~6 bytes each.
         "concat(cast(id % 9973 as string), ' ', sha2(cast(id % 250007 as string), 224)) "
         "as address, md5(cast(id as string)) as note "
-        f"from range(0, {rows}, 1, 100)"
+        f"from range(0, {rows}, 1, {files})"
     )
 
 
@@ -234,7 +236,9 @@ def main() -> None:
         )
     )
     # Doubling: twice the rows, the same number of changed rows as the 0.1 % step.
-    create_upstream(run, "orders_double", 2 * rows)
+    # A table grows by adding files, not by fattening them: twice the rows in twice the files
+    # of the same size (100,000 rows, ~5.8 MB each at 10 million rows).
+    create_upstream(run, "orders_double", 2 * rows, files=200)
     # Its own schema: the doubled CDF target must not be the 1x run's table.
     doubled = project("double", "orders_double", f"{SCHEMA}_2x")
     dbt_run(doubled, "a_warmup", "cdf")

@@ -1,6 +1,6 @@
 {#- Zero-copy clone environments with a lifetime. See README, "Clone environments". -#}
 
-{% macro create_environment(env, ttl, from_schema=none, state=none, select=none, at=none, owner=none, replace=false) %}
+{% macro create_environment(env=none, ttl=none, from_schema=none, state=none, select=none, at=none, owner=none, replace=false) %}
   {#- Clone every Iceberg table of from_schema (or of a --state manifest, or a select of them)
       into <schema>__<env>, recreate the views there against the clones, and record it all. -#}
   {%- if execute -%}
@@ -27,7 +27,7 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro publish(branch, results=none) %}
+{% macro publish(branch=none, results=none) %}
   {#- Write-audit-publish: fast-forward main to `branch` on every table of the project that has
       it, only if the last `dbt build`/`dbt test --vars '{wap_branch: <branch>}'` passed every
       test (read from target/run_results.json, or `results`). All tables or none. -#}

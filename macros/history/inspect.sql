@@ -9,7 +9,7 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro diff(from, to=none, model=none, relation=none, key=none, rows=0) %}
+{% macro diff(from=none, to=none, model=none, relation=none, key=none, rows=0) %}
   {#- Two versions of a table side by side: counts of rows only in `from` and only in `to`; with
       `key`, changed rows and the columns that changed; `rows: N` prints up to N of each.
       `to` defaults to the current snapshot. -#}

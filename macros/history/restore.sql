@@ -1,4 +1,4 @@
-{% macro restore(to, model=none, relation=none, dry_run=false) %}
+{% macro restore(to=none, model=none, relation=none, dry_run=false) %}
   {#- Move tables back to a past state (a snapshot id, a timestamp, or tag:/branch:NAME) as a
       metadata operation, after checking every file that state reads still exists. `model` and
       `relation` take one name or a list; all tables are checked before any is changed. -#}

@@ -1,4 +1,4 @@
-{% macro tag(name, model=none, relation=none, select=none, retain=none) %}
+{% macro tag(name=none, model=none, relation=none, select=none, retain=none) %}
   {#- One tag `name` on every selected table at its current snapshot, so that
       --vars '{pin_snapshot: "tag:<name>"}' replays them together. All or none. `retain`: a TTL
       such as 30d (counted from now). -#}

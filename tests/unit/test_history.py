@@ -7,7 +7,7 @@ import pytest
 from dbt.adapters.icetime.errors import ConfigurationError
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.log import entries, last_data_change_ms
-from dbt.adapters.icetime.history.operations import expiry_cutoff
+from dbt.adapters.icetime.history.operations import expiry_cutoff, key_columns
 from dbt.adapters.icetime.history.targets import parse_relation, resolve_targets
 from dbt.adapters.icetime.metadata import Ref, Snapshot, SnapshotLogEntry, TableMetadata, TableName
 
@@ -127,3 +127,12 @@ def test_expiry_cutoff_takes_durations_and_past_timestamps() -> None:
     now = 1_800_000_000_000
     assert expiry_cutoff("30m", now) == now - 30 * 60 * 1000
     assert expiry_cutoff("2026-04-21T06:00:00Z", now) == 1776751200000
+
+
+def test_diff_key_columns() -> None:
+    assert key_columns(None) == []
+    assert key_columns("id") == ["id"]
+    assert key_columns(["a", "b"]) == ["a", "b"]
+    for bad in ({"a": 1}, 5, "", ["a", 1], [None]):
+        with pytest.raises(ConfigurationError, match="is not accepted: a column name or a list"):
+            key_columns(bad)

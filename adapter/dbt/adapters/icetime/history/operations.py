@@ -184,9 +184,7 @@ class HistoryOperations:
         table = self._one(model, relation, "icetime.diff")
         if from_ is None:
             raise errors.ConfigurationError("icetime.diff needs 'from' (a pin form).")
-        keys = [key] if isinstance(key, str) else list(key or [])
-        if not all(isinstance(k, str) and k for k in keys):
-            raise errors.ConfigurationError(f"key {key!r} is not accepted: a column or a list.")
+        keys = key_columns(key)
         shown = 0 if rows in (0, False, None) else positive_int(rows, "rows")
         metadata = self.services.reader.table(table)
         now = int(time.time() * 1000)
@@ -223,6 +221,18 @@ def expiry_cutoff(older_than: Any, now_ms: int) -> int:
             "time. Use a past timestamp or a duration such as 30d."
         )
     return point.instant_ms
+
+
+def key_columns(key: Any) -> list[str]:
+    """``key`` of icetime.diff: none, one column name, or a list of them."""
+    if key is None:
+        return []
+    keys = list(key) if isinstance(key, list | tuple) else [key]
+    if not all(isinstance(k, str) and k for k in keys):
+        raise errors.ConfigurationError(
+            f"key {key!r} is not accepted: a column name or a list of column names."
+        )
+    return keys
 
 
 def positive_int(value: Any, name: str) -> int:

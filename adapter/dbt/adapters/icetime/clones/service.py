@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
-from pyiceberg.io import FileIO
 
 from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.clones.document import CLONE_PROPERTY_PREFIX, clone_document
@@ -168,7 +167,7 @@ class Cloner:
                     f"'{self.catalog}' (catalog '{name.catalog}'). Clones are made of, and into, "
                     "Iceberg tables of the profile's catalog."
                 )
-        files = self._files()
+        files = self.files.file_io()
         try:
             location, raw = self.reader.document(request.source)
         except errors.TableNotFoundError as exc:
@@ -231,9 +230,6 @@ class Cloner:
         else:  # the source's warehouse: <warehouse>/<namespace>/<table>
             base = source_location.rstrip("/").rsplit("/", 2)[0]
         return f"{base}/{target.namespace}/{target.name}-{table_uuid}"
-
-    def _files(self) -> FileIO:
-        return self.files.file_io()
 
     # -- finding --------------------------------------------------------------------------------
 

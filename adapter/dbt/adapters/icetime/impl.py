@@ -323,15 +323,17 @@ class IcetimeAdapter(SparkAdapter):
         session.prepare(requested, graph, list(selected or []))
         if reader_materialized == "view" and not session.explicit:
             return relation
-        if self.wap_branch() is not None:
-            if session.explicit:
-                raise errors.ConfigurationError(
-                    "pin_snapshot and wap_branch cannot be combined: a branch run reads the "
-                    "branch heads of the tables it builds."
-                )
-            return relation  # read through spark.wap.branch: the branch where it exists
+        if self.wap_branch() is not None and session.explicit:
+            raise errors.ConfigurationError(
+                "pin_snapshot and wap_branch cannot be combined: a branch run reads the "
+                "branch heads of the tables it builds."
+            )
+        # Inputs built in this run are read as built; the others at the snapshot current when
+        # the run started. In a branch run, a table that has the branch is read through
+        # spark.wap.branch (Iceberg refuses a snapshot id there); the pins file records the
+        # branch head it had when the run started.
         pinned = session.pinned(table_name(relation), reader_node)
-        if pinned is None:
+        if pinned is None or session.on_branch(pinned):
             return relation
         mode = check_schema_mode(schema_mode, f"pin_schema_mode of {reader_node}")
         projection = None
@@ -345,16 +347,21 @@ class IcetimeAdapter(SparkAdapter):
     def pin_session(self) -> PinSession:
         if self._pin_session is None:
             root = Path(_project_root(self.config))
-            target_path = getattr(self.config, "target_path", "target")
             self._pin_session = PinSession(
                 reader=self.metadata_reader(),
                 catalog=self.icetime_catalog(),
                 started_ms=self._started_ms,
-                pins_path=root / target_path / record.FILE_NAME,
+                pins_path=self.recorded_pins_path(),
                 load_pins_file=lambda path: record.load(path, str(root)),
                 invocation_id=get_invocation_id(),
+                branch=self.wap_branch(),
             )
         return self._pin_session
+
+    def recorded_pins_path(self) -> Path:
+        """``target/icetime_pins.json``: where this project's runs record what they read."""
+        target_path = getattr(self.config, "target_path", "target")
+        return Path(_project_root(self.config), target_path, record.FILE_NAME)
 
     @available
     def icetime_built_from(self, relation: BaseRelation) -> dict[str, Any]:
@@ -560,6 +567,7 @@ class IcetimeAdapter(SparkAdapter):
             warehouse=settings.warehouse if creds.is_embedded else None,
             sqlite_path=settings.sqlite_path,
             project_root=_project_root(self.config),
+            recorded_pins=str(self.recorded_pins_path()),
             default_schema=creds.schema or "",
             target_name=self.config.target_name,
             profile_user=creds.user,
@@ -669,9 +677,10 @@ class IcetimeAdapter(SparkAdapter):
         retain_last: Any = 1,
         keep_history: Any = "400d",
         dry_run: Any = False,
+        keep_pins: Any = None,
     ) -> str:
         return HistoryOperations(self.services(), graph).expire_snapshots(
-            model, relation, select, older_than, retain_last, keep_history, dry_run
+            model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins
         )
 
     @available

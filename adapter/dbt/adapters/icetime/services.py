@@ -29,6 +29,8 @@ class Services:
     warehouse: str | None
     sqlite_path: str | None
     project_root: str
+    # The pins file dbt runs of this project write (target/icetime_pins.json).
+    recorded_pins: str
     default_schema: str
     target_name: str
     profile_user: str | None

@@ -26,6 +26,10 @@ ARCHIVE_COLUMNS = (
     "committed_at timestamp, operation string, summary map<string, string>, "
     "manifest_list string, expired_at timestamp"
 )
+ARCHIVE_COLUMN_NAMES = (
+    "table_name, table_uuid, snapshot_id, parent_id, committed_at, operation, summary, "
+    "manifest_list, expired_at"
+)
 
 
 @dataclass
@@ -87,6 +91,8 @@ class Archive:
         system.ensure_table(self.execute, self.name, ARCHIVE_COLUMNS)
 
     def add(self, plans: Sequence[ExpiryPlan], now_ms: int) -> None:
+        """Archive the expiring snapshots; ones already archived (by an expiry that failed
+        after archiving, then ran again) are not added twice."""
         rows = [
             "("
             + ", ".join(
@@ -94,7 +100,7 @@ class Archive:
                     sql_literal(str(plan.table)),
                     sql_literal(plan.metadata.table_uuid),
                     str(s.snapshot_id),
-                    "null" if s.parent_id is None else str(s.parent_id),
+                    "cast(null as bigint)" if s.parent_id is None else str(s.parent_id),
                     _timestamp(s.timestamp_ms),
                     sql_literal(s.operation),
                     _map(s.summary),
@@ -107,7 +113,12 @@ class Archive:
             for s in plan.expiring
         ]
         if rows:
-            self.execute(f"insert into {self.name.sql()} values {', '.join(rows)}")
+            self.execute(
+                f"merge into {self.name.sql()} t using (select * from values {', '.join(rows)} "
+                f"as s({ARCHIVE_COLUMN_NAMES})) s "
+                "on t.table_uuid = s.table_uuid and t.snapshot_id = s.snapshot_id "
+                "when not matched then insert *"
+            )
 
     def prune(self, uuids: Sequence[str], before_ms: int) -> None:
         if uuids:
@@ -161,6 +172,6 @@ def _timestamp(ms: int) -> str:
 
 def _map(summary: Mapping[str, str]) -> str:
     if not summary:
-        return "map()"
+        return "cast(map() as map<string, string>)"
     pairs = ", ".join(f"{sql_literal(k)}, {sql_literal(v)}" for k, v in sorted(summary.items()))
     return f"map({pairs})"

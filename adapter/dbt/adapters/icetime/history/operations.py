@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -16,9 +17,11 @@ from dbt.adapters.icetime.history.restore import Restorer
 from dbt.adapters.icetime.history.targets import node_table, resolve_targets
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
+from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.resolve import resolve
 from dbt.adapters.icetime.pins.session import input_for
 from dbt.adapters.icetime.pins.spec import (
+    AtSnapshot,
     AtTimestamp,
     PinError,
     Point,
@@ -35,6 +38,8 @@ class HistoryOperations:
     def __init__(self, services: Services, graph: Mapping[str, Any]) -> None:
         self.services = services
         self.graph = graph
+        # Per pins file that expiry must honour: table -> the snapshot id it recorded.
+        self._recorded: dict[str, dict[str, int]] = {}
 
     def _targets(self, model: Any, relation: Any, select: Any) -> list[TableName]:
         return resolve_targets(
@@ -102,6 +107,7 @@ class HistoryOperations:
         retain_last: Any,
         keep_history: Any,
         dry_run: Any,
+        keep_pins: Any = None,
     ) -> str:
         """Expire old snapshots, archiving their metadata first; held snapshots are kept."""
         now = int(time.time() * 1000)
@@ -109,6 +115,7 @@ class HistoryOperations:
         keep = spec.duration(keep_history, "keep_history")
         retain = expire.validate_retain_last(retain_last)
         dry = spec.flag(dry_run, "dry_run")
+        self._recorded = self._recorded_pins(keep_pins)
         plans = []
         for table in self._targets(model, relation, select):
             try:
@@ -171,7 +178,44 @@ class HistoryOperations:
             except PinError:
                 continue  # a pin that no longer resolves holds nothing
             held.setdefault(pinned, []).append(why)
+        for path, inputs in self._recorded.items():
+            recorded = inputs.get(str(table))
+            if recorded is not None:
+                held.setdefault(recorded, []).append(f"recorded in pins file {path}")
         return held
+
+    def _recorded_pins(self, keep_pins: Any) -> dict[str, dict[str, int]]:
+        """The pins files whose snapshots expiry keeps, so that replaying them still works.
+
+        The project's own ``target/icetime_pins.json`` (when a run wrote one), a pins file the
+        project pins to (``pin_snapshot: '@PATH'``) and each file in ``keep_pins``. A named file
+        that cannot be read stops the expiry: it never counts as holding nothing.
+        """
+        named = [] if keep_pins is None else keep_pins
+        if isinstance(named, str):
+            named = [named]
+        if not isinstance(named, list | tuple) or not all(
+            isinstance(p, str) and p.strip() for p in named
+        ):
+            raise errors.ConfigurationError(
+                f"keep_pins {keep_pins!r} is not accepted: a pins file path or a list of them "
+                f"(files a dbt run wrote as target/{record.FILE_NAME})."
+            )
+        paths = [str(p) for p in named]
+        configured = self.services.project_vars.get(PIN_VAR)
+        if isinstance(configured, str) and configured.startswith("@"):
+            paths.append(configured[1:])
+        if os.path.exists(self.services.recorded_pins):
+            paths.append(self.services.recorded_pins)
+        found: dict[str, dict[str, int]] = {}
+        for path in paths:
+            request = record.load(path, self.services.project_root, f"keep_pins {path!r}")
+            found[path] = {
+                table: point.snapshot_id
+                for table, point in request.per_input.items()
+                if isinstance(point, AtSnapshot)
+            }
+        return found
 
     def history(self, model: Any, relation: Any, limit: Any) -> list[history_log.Entry]:
         count = positive_int(limit, "limit")

@@ -73,12 +73,15 @@ def write(path: Path, document: dict[str, Any]) -> None:
     os.replace(temp, path)
 
 
-def load(path_text: str, project_root: str) -> PinRequest:
-    """A PinRequest pinning each recorded input to its recorded snapshot id."""
+def load(path_text: str, project_root: str, where: str | None = None) -> PinRequest:
+    """A PinRequest pinning each recorded input to its recorded snapshot id.
+
+    ``where`` names the setting the path came from in errors (default: the ``@PATH`` pin).
+    """
     path = Path(path_text)
     if not path.is_absolute():
         path = Path(project_root) / path
-    where = f"pin_snapshot '@{path_text}'"
+    where = where or f"pin_snapshot '@{path_text}'"
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError as exc:

@@ -47,7 +47,8 @@ def resolve(meta: TableMetadata, point: Point, now_ms: int) -> ResolvedPin:
         snapshot = meta.snapshot(point.snapshot_id)
         if snapshot is None:
             raise PinError(
-                f"pin_snapshot {point.describe()}: no such snapshot in {meta.identifier}. "
+                f"pin_snapshot {point.describe()}: no such snapshot in {meta.identifier} (expired "
+                f"or never existed). "
                 f"{_retained(meta)}"
             )
         return ResolvedPin(

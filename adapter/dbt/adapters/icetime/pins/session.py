@@ -20,6 +20,7 @@ from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableNa
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.resolve import ResolvedPin, at_instant, resolve
 from dbt.adapters.icetime.pins.spec import (
+    AtRef,
     PinError,
     PinRequest,
     Point,
@@ -57,8 +58,11 @@ class PinSession:
         pins_path: Path | None,
         load_pins_file: Callable[[str], PinRequest],
         invocation_id: str | None = None,
+        branch: str | None = None,
     ) -> None:
         self.reader = reader
+        # A write-audit-publish run's branch: inputs that have it are read at its head.
+        self.branch = branch
         self.catalog = catalog
         self.started_ms = started_ms
         self.pins_path = pins_path
@@ -154,6 +158,10 @@ class PinSession:
         return self._run_start_pin(metadata)
 
     def _run_start_pin(self, metadata: TableMetadata) -> Pinned | None:
+        ref = metadata.refs.get(self.branch) if self.branch else None
+        if ref is not None and ref.kind == "branch":
+            # Built into the branch by an earlier run of this branch: read as built there.
+            return Pinned(resolve(metadata, AtRef("branch", ref.name), self.started_ms), metadata)
         if metadata.current_snapshot_id is None:
             return None  # an empty table: nothing to pin
         try:
@@ -179,6 +187,11 @@ class PinSession:
                     tables.add(str(table))
                     self._write()
             return found
+
+    def on_branch(self, pinned: Pinned) -> bool:
+        """Whether ``pinned`` is the head of this run's write-audit-publish branch."""
+        branch = AtRef("branch", self.branch) if self.branch else None
+        return branch is not None and pinned.pin.resolved_by == branch.describe()
 
     def newest_input_ms(self, reader_node: str) -> int | None:
         """When the newest pinned input ``reader_node`` read became current."""

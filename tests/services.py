@@ -81,18 +81,13 @@ def start_postgres(base: Path, password: str = "s3cret'pw") -> PostgresServer:
         "--auth=scram-sha-256",
         f"--pwfile={pwfile}",
     )
-    options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {data}"
-    _as_postgres(
-        str(bindir / "pg_ctl"),
-        "-D",
-        str(data),
-        "-o",
-        options,
-        "-l",
-        str(base / "pg.log"),
-        "-w",
-        "start",
-    )
+    # In the configuration file, so that a plain `pg_ctl start` (postgres_offline) finds it.
+    with (data / "postgresql.conf").open("a") as conf:
+        conf.write(
+            f"listen_addresses = '127.0.0.1'\nport = {server.port}\n"
+            f"unix_socket_directories = '{data}'\n"
+        )
+    _pg_ctl(base, "start")
     try:
         subprocess.run(
             [
@@ -115,6 +110,22 @@ def start_postgres(base: Path, password: str = "s3cret'pw") -> PostgresServer:
         stop_postgres(base)
         raise
     return server
+
+
+def _pg_ctl(base: Path, action: str) -> None:
+    data = base / "pgdata"
+    log = ["-l", str(base / "pg.log")] if action == "start" else ["-m", "fast"]
+    _as_postgres(str(_postgres_bin() / "pg_ctl"), "-D", str(data), *log, "-w", action)
+
+
+@contextmanager
+def postgres_offline(base: Path) -> Iterator[None]:
+    """The server ``start_postgres`` started in ``base`` is stopped, and started again after."""
+    _pg_ctl(base, "stop")
+    try:
+        yield
+    finally:
+        _pg_ctl(base, "start")
 
 
 def stop_postgres(base: Path) -> None:

@@ -1,20 +1,36 @@
 """Metadata that cannot be read stops the run: never "does not exist", never a rebuild.
 
-A CDF model's upstream loses its current metadata file (a storage hiccup, a bad copy): the run
-must fail naming the file, leave the target as it was, and pick up where it left off once the
-file is back. The operations that read metadata fail the same way.
+Three ways the metadata goes away, each met by a CDF run (which reads the metadata of its
+upstream and its target, pins its inputs and lists relations) and by the operations that read
+metadata (history, expiry, restore, environments):
+
+- an upstream's current metadata file is missing (a storage hiccup, a bad copy);
+- the SQLite catalog is locked by another process;
+- the PostgreSQL catalog is unreachable.
+
+Each must fail naming the cause, exit non-zero, change no table, and pick up where it left off
+once the metadata is back.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import PackageProject, install_package, raw_sources, sql
+from tests.functional.cdf.support import ROOT, PackageProject, install_package, raw_sources, sql
 from tests.functional.clones.support import operation
+from tests.functional.history.test_expiry_and_tags import now_text
+from tests.helpers import run_dbt_process
+from tests.services import PostgresServer, postgres_offline, start_postgres, stop_postgres
 
 MODEL = (
     "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"
@@ -68,3 +84,128 @@ class TestMissingMetadataFile(PackageProject):
         assert "from scratch" not in output
         rows = sql(project, "select id, v from {s}.events_cdf order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def snapshot_of(project: Any, table: str) -> int:
+    found = sql(project, f"select snapshot_id from {{s}}.{table}.refs where name = 'main'", "one")
+    return int(found[0])
+
+
+@contextmanager
+def catalog_locked(catalog: Path) -> Iterator[None]:
+    """Another writer holds the SQLite catalog's write lock (readers still read, in WAL mode).
+
+    Every commit waits for the lock (the catalog's busy timeout, 30 s) and then fails.
+    """
+    holder = sqlite3.connect(catalog, isolation_level=None)
+    try:
+        holder.execute("begin immediate")
+        yield
+    finally:
+        holder.execute("rollback")
+        holder.close()
+
+
+class TestLockedSqliteCatalog(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": raw_sources("events"), "events_cdf.sql": MODEL}
+
+    def test_a_locked_catalog_stops_runs_and_operations(
+        self, project: Any, icetime_home: Path
+    ) -> None:
+        install_package(project)
+        sql(project, "create table {s}.events (id bigint, v string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
+        run_dbt(["run"])
+        sql(project, "insert into {s}.events values (3, 'c')")
+        before = {t: snapshot_of(project, t) for t in ("events", "events_cdf")}
+        relation = f"{project.test_schema}.events"
+
+        with catalog_locked(icetime_home / "catalog.db"):
+            _, output = run_dbt_and_capture(["run"], expect_pass=False)
+            assert f"The Iceberg catalog database {icetime_home / 'catalog.db'} is locked" in output
+            assert "from scratch" not in output
+            args = {"relation": relation, "older_than": now_text()}
+            output = operation("expire_snapshots", args, expect_pass=False)
+            assert "is locked by another process" in output, output[-3000:]
+
+        assert {t: snapshot_of(project, t) for t in ("events", "events_cdf")} == before
+        _, output = run_dbt_and_capture(["run"])
+        assert "from scratch" not in output
+        rows = sql(project, "select id, v from {s}.events_cdf order by id", fetch="all")
+        assert [tuple(r) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+
+
+RUN_SQL = """
+{% macro run_statements(statements) %}
+  {% for statement in statements %}{% do run_query(statement) %}{% endfor %}
+{% endmacro %}
+"""
+
+
+@pytest.mark.postgres
+def test_an_unreachable_postgres_catalog_stops_runs_and_operations() -> None:
+    base = Path(tempfile.mkdtemp(prefix="icetime-pg-"))
+    try:
+        server = start_postgres(base)
+        project = _postgres_project(base / "project", server)
+
+        def dbt(*args: str, ok: bool = True) -> str:
+            result = run_dbt_process(project, *args)
+            assert (result.returncode == 0) == ok, result.output[-3000:]
+            return result.output
+
+        def statements(*sql_text: str) -> None:
+            dbt("run-operation", "run_statements", "--args", json.dumps({"statements": sql_text}))
+
+        dbt("deps")
+        statements(
+            "create namespace if not exists icetime.fc",
+            "create table icetime.fc.events (id bigint, v string) using iceberg",
+            "insert into icetime.fc.events values (1, 'a'), (2, 'b')",
+        )
+        dbt("run")
+        statements("insert into icetime.fc.events values (3, 'c')")
+
+        with postgres_offline(base):
+            output = dbt("run", ok=False)
+            assert "Connection refused" in output or "connection refused" in output, output[-3000:]
+            assert "from scratch" not in output
+            output = dbt(
+                "run-operation", "icetime.history", "--args", "{relation: fc.events}", ok=False
+            )
+            assert "onnection refused" in output, output[-3000:]
+
+        output = dbt("run")
+        assert "from scratch" not in output and "changes of icetime.fc.events" in output
+    finally:
+        stop_postgres(base)
+
+
+def _postgres_project(root: Path, server: PostgresServer) -> Path:
+    (root / "models").mkdir(parents=True)
+    (root / "macros").mkdir()
+    target = {
+        "type": "icetime",
+        "method": "session",
+        "schema": "fc",
+        "catalog_type": "postgres",
+        "catalog_uri": server.jdbc_uri,
+        "catalog_user": server.user,
+        "catalog_password": server.password,
+        "icetime_dir": str(root / ".icetime"),
+    }
+    (root / "dbt_project.yml").write_text(
+        yaml.safe_dump({"name": "fail_closed", "version": "1.0", "profile": "fc"})
+    )
+    (root / "profiles.yml").write_text(
+        yaml.safe_dump({"fc": {"target": "dev", "outputs": {"dev": target}}})
+    )
+    (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+    (root / "macros" / "run_statements.sql").write_text(RUN_SQL)
+    (root / "models" / "sources.yml").write_text(
+        "version: 2\nsources:\n  - name: raw\n    schema: fc\n    tables:\n      - name: events\n"
+    )
+    (root / "models" / "events_cdf.sql").write_text(MODEL)
+    return root

@@ -254,8 +254,8 @@ class IcetimeAdapter(SparkAdapter):
             return None
         try:
             return self.metadata_reader().table(_node_table(node))
-        except errors.MetadataError:
-            return None
+        except errors.TableNotFoundError:
+            return None  # not built yet: unreadable metadata raises (it guards overwrites)
 
     # -- branch environments (write-audit-publish) ---------------------------------------------
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime.errors import MetadataError
+from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError
 from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.resolve import ResolvedPin, at_instant, resolve
@@ -149,10 +149,13 @@ class PinSession:
             return None
         try:
             metadata = self.reader.table(item.table)
-        except MetadataError as exc:
+        except TableNotFoundError as exc:
             if point is None:
-                return None  # not an Iceberg table icetime can read: left as it is
+                return None  # not an Iceberg table of the catalog: nothing to pin
             raise PinError(f"{point.describe()} for {item.table}: {exc}") from exc
+        except MetadataError as exc:
+            # Unreadable is not absent: reading it unpinned could mix snapshots in one run.
+            raise PinError(f"Cannot pin {item.table} for this run: {exc}") from exc
         if point is not None:
             return Pinned(resolve(metadata, point, self.started_ms), metadata)
         return self._run_start_pin(metadata)

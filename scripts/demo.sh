@@ -54,7 +54,8 @@ done
 step "Anomaly replay: rebuild the registry as operators saw it just before batch 3 landed
    (every raw input read as of $before_batch_3, written to the 'replay' target's schema)" \
   "dbt run --target replay --select +registry --vars '{pin_snapshot: \"$before_batch_3\"}'"
-step "What the replay read, recorded for reproduction" "cat target/icetime_pins.json"
+step "What the replay read, recorded for reproduction (kept as target/replay_before_batch_3.json)" \
+  "cat target/icetime_pins.json && cp target/icetime_pins.json target/replay_before_batch_3.json"
 step "Then and now, side by side" \
   "dbt show --inline \"select 'as seen before batch 3' as registry, count(*) as objects, count_if(is_active) as active from {{ target.database }}.analytics_replay.registry union all select 'now', count(*), count_if(is_active) from {{ ref('registry') }}\""
 step "Change feed: every change to raw objects since batch 1, by kind (decays are update pairs)" \
@@ -89,8 +90,10 @@ step "The table's history, the restore marked" \
 step "The CDF models read the restored table: it is the state they last read, so nothing to do" \
   "dbt run --select active_objects orbit_counts"
 step "Monthly expiry with the history kept: expire what is over a minute old, except what tags,
-   CDF watermarks and the newest snapshot hold (each listed with why)" \
-  "dbt run-operation icetime.expire_snapshots --args '{relation: raw.objects, older_than: 1m, retain_last: 1, keep_history: 400d}'"
+   CDF watermarks, the saved replay's pins file and the newest snapshot hold (each listed with why)" \
+  "dbt run-operation icetime.expire_snapshots --args '{relation: raw.objects, older_than: 1m, retain_last: 1, keep_history: 400d, keep_pins: [target/replay_before_batch_3.json]}'"
+step "The saved replay still reproduces after the expiry (same snapshots, from its pins file)" \
+  "dbt run --target replay --select +registry --vars '{pin_snapshot: \"@target/replay_before_batch_3.json\"}'"
 step "Commits per month still answer after expiry (icetime.snapshots_with_expired)" \
   "dbt show --inline \"select date_trunc('month', committed_at) as month, count(*) as commits, count_if(expired) as expired, sum(cast(summary['added-records'] as bigint)) as rows_added from {{ icetime.snapshots_with_expired(source('raw', 'objects')) }} group by 1\""
 step "Objects per orbit class" "dbt show --select orbit_summary"

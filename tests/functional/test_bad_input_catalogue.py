@@ -117,6 +117,16 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
         {"relation": "{s}.events", "older_than": "1d", "keep_history": "forever"},
         ("keep_history 'forever' is not accepted", TTL_FORMS),
     ),
+    "expire_keep_pins_mapping": (
+        "expire_snapshots",
+        {"relation": "{s}.events", "older_than": "1d", "keep_pins": {"a": 1}},
+        ("keep_pins {'a': 1} is not accepted", "a pins file path or a list of them"),
+    ),
+    "expire_keep_pins_not_a_pins_file": (
+        "expire_snapshots",
+        {"relation": "{s}.events", "older_than": "1d", "keep_pins": "dbt_project.yml"},
+        ("keep_pins 'dbt_project.yml'", "is not a readable JSON pins file"),
+    ),
     "history_limit_negative": (
         "history",
         {"relation": "{s}.events", "limit": -1},

@@ -1,8 +1,8 @@
 {% macro expire_snapshots(model=none, relation=none, select=none, older_than='30d', retain_last=1, keep_history='400d', dry_run=false, keep_pins=none) %}
   {#- Expire snapshots older than `older_than` (a duration such as 30d, or a timestamp), keeping
-      the last `retain_last` of main and every snapshot a tag, branch, clone, CDF watermark or
-      configured pin holds (listed with the reason), and the snapshots recorded in the project's
-      target/icetime_pins.json and in each pins file of `keep_pins`. Each expired snapshot's metadata is kept in
+      the last `retain_last` of main and every snapshot a tag, branch, clone, CDF watermark,
+      configured pin or pins file holds (the project's target/icetime_pins.json and each file in
+      `keep_pins`), listed with the reason. Each expired snapshot's metadata is kept in
       icetime_system.snapshot_history for `keep_history`. -#}
   {%- if execute -%}
     {{ log(adapter.icetime_expire_snapshots(graph, model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins), info=true) }}

@@ -143,3 +143,74 @@ def test_projection_matches_by_field_id() -> None:
         "cast(`id` as bigint) as `id`, `name` as `label`, cast(null as string) as `tmp`"
     )
     assert current_schema_projection(evolved(), 2) is None
+
+
+class Reader:
+    """A metadata reader over fixed answers: a table, or the error reading it raises."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    def table(self, name: Any) -> Any:
+        answer = self.answers[str(name)]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def branch_session(answers: dict[str, Any], branch: str | None = "audit") -> Any:
+    from dbt.adapters.icetime.pins.session import PinSession
+
+    return PinSession(
+        reader=Reader(answers),  # type: ignore[arg-type]
+        catalog="icetime",
+        started_ms=10_000,
+        pins_path=None,
+        load_pins_file=lambda path: pytest.fail(f"no pins file expected: {path}"),
+        branch=branch,
+    )
+
+
+SOURCES_GRAPH = {
+    "nodes": {
+        "model.p.m": node("model.p.m", ["source.p.raw.a", "source.p.raw.b"]),
+    },
+    "sources": {
+        uid: {**node(uid), "resource_type": "source", "source_name": "raw", "schema": "raw"}
+        for uid in ("source.p.raw.a", "source.p.raw.b")
+    },
+}
+
+
+def test_a_branch_run_reads_a_table_with_the_branch_at_its_head_and_others_at_run_start() -> None:
+    from dbt.adapters.icetime.metadata import TableName
+    from dbt.adapters.icetime.metadata.model import Ref
+    from tests.unit.test_pin_resolve import table
+
+    branched = table([(1, 1000), (2, 2000)], refs={"audit": Ref("audit", "branch", 3)})
+    plain = table([(1, 1000), (2, 2000), (3, 20_000)])  # 3 landed after the run started
+    session = branch_session({"icetime.raw.a": branched, "icetime.raw.b": plain})
+    session.prepare(None, SOURCES_GRAPH, ["model.p.m"])
+    a = session.pinned(TableName("icetime", "raw", "a"), "model.p.m")
+    b = session.pinned(TableName("icetime", "raw", "b"), "model.p.m")
+    assert (a.pin.snapshot_id, a.pin.resolved_by, session.on_branch(a)) == (3, "branch:audit", True)
+    assert (b.pin.snapshot_id, b.pin.resolved_by, session.on_branch(b)) == (2, "run start", False)
+    # Outside a branch run the same table is pinned at run start, never to a branch.
+    plain_run = branch_session({"icetime.raw.a": branched, "icetime.raw.b": plain}, branch=None)
+    plain_run.prepare(None, SOURCES_GRAPH, ["model.p.m"])
+    pinned = plain_run.pinned(TableName("icetime", "raw", "a"), "model.p.m")
+    assert (pinned.pin.snapshot_id, plain_run.on_branch(pinned)) == (2, False)
+
+
+def test_unreadable_metadata_stops_the_run_and_a_missing_table_is_left_unpinned() -> None:
+    from dbt.adapters.icetime import errors
+    from tests.unit.test_pin_resolve import table
+
+    missing = errors.TableNotFoundError("Iceberg table icetime.raw.b does not exist.")
+    session = branch_session({"icetime.raw.a": table([(1, 1000)]), "icetime.raw.b": missing})
+    session.prepare(None, SOURCES_GRAPH, ["model.p.m"])  # b: not an Iceberg table, no pin
+
+    unreadable = errors.MetadataError("Could not read metadata file file:/w/raw/b/v3.json")
+    failing = branch_session({"icetime.raw.a": table([(1, 1000)]), "icetime.raw.b": unreadable})
+    with pytest.raises(PinError, match=r"Cannot pin icetime\.raw\.b for this run: Could not read"):
+        failing.prepare(None, SOURCES_GRAPH, ["model.p.m"])

@@ -8,7 +8,8 @@ commit time, operation, summary, manifest list) into the Iceberg table
 
 Kept, with the reason listed: the newest ``retain_last`` snapshots of main, snapshots a tag or
 branch points at (including clones' protective tags), the watermarks of CDF models reading the
-table, and snapshots that a ``pin_snapshot`` configured in the project resolves to.
+table and the commits after them, snapshots that a ``pin_snapshot`` configured in the project
+resolves to, and snapshots recorded in pins files (the project's last run's and ``keep_pins``).
 """
 
 from __future__ import annotations

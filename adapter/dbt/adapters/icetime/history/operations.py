@@ -38,8 +38,6 @@ class HistoryOperations:
     def __init__(self, services: Services, graph: Mapping[str, Any]) -> None:
         self.services = services
         self.graph = graph
-        # Per pins file that expiry must honour: table -> the snapshot id it recorded.
-        self._recorded: dict[str, dict[str, int]] = {}
 
     def _targets(self, model: Any, relation: Any, select: Any) -> list[TableName]:
         return resolve_targets(
@@ -115,7 +113,7 @@ class HistoryOperations:
         keep = spec.duration(keep_history, "keep_history")
         retain = expire.validate_retain_last(retain_last)
         dry = spec.flag(dry_run, "dry_run")
-        self._recorded = self._recorded_pins(keep_pins)
+        recorded = self._recorded_pins(keep_pins)
         plans = []
         for table in self._targets(model, relation, select):
             try:
@@ -124,7 +122,7 @@ class HistoryOperations:
                 raise errors.ConfigurationError(
                     f"Cannot expire snapshots of {table}: it is not an Iceberg table."
                 ) from exc
-            held = self._held_snapshots(table, metadata, now)
+            held = self._held_snapshots(table, metadata, now, recorded)
             plans.append(expire.plan_expiry(metadata, table, cutoff, retain, held))
         if not dry:
             archive = expire.Archive(self.services.catalog, self.services.execute)
@@ -136,9 +134,13 @@ class HistoryOperations:
         return expire.render(plans, dry)
 
     def _held_snapshots(
-        self, table: TableName, metadata: TableMetadata, now_ms: int
+        self,
+        table: TableName,
+        metadata: TableMetadata,
+        now_ms: int,
+        recorded: Mapping[str, Mapping[str, int]],
     ) -> dict[int, list[str]]:
-        """Snapshots of ``table`` that CDF models and configured pins still need."""
+        """Snapshots of ``table`` that CDF models, configured pins and pins files still need."""
         held: dict[int, list[str]] = {}
         for node in self.graph.get("nodes", {}).values():
             if node.get("config", {}).get("incremental_strategy") != "cdf":
@@ -178,14 +180,15 @@ class HistoryOperations:
             except PinError:
                 continue  # a pin that no longer resolves holds nothing
             held.setdefault(pinned, []).append(why)
-        for path, inputs in self._recorded.items():
-            recorded = inputs.get(str(table))
-            if recorded is not None:
-                held.setdefault(recorded, []).append(f"recorded in pins file {path}")
+        for path, inputs in recorded.items():
+            recorded_id = inputs.get(str(table))
+            if recorded_id is not None:
+                held.setdefault(recorded_id, []).append(f"recorded in pins file {path}")
         return held
 
     def _recorded_pins(self, keep_pins: Any) -> dict[str, dict[str, int]]:
-        """The pins files whose snapshots expiry keeps, so that replaying them still works.
+        """Per pins file whose snapshots expiry keeps (so that replaying it still works): each
+        table it records and the snapshot id it read.
 
         The project's own ``target/icetime_pins.json`` (when a run wrote one), a pins file the
         project pins to (``pin_snapshot: '@PATH'``) and each file in ``keep_pins``. A named file

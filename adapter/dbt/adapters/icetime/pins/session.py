@@ -152,10 +152,10 @@ class PinSession:
         except TableNotFoundError as exc:
             if point is None:
                 return None  # not an Iceberg table of the catalog: nothing to pin
-            raise PinError(f"{point.describe()} for {item.table}: {exc}") from exc
+            raise PinError(f"{point.describe()} for {item.table}: {exc.msg}") from exc
         except MetadataError as exc:
             # Unreadable is not absent: reading it unpinned could mix snapshots in one run.
-            raise PinError(f"Cannot pin {item.table} for this run: {exc}") from exc
+            raise PinError(f"Cannot pin {item.table} for this run: {exc.msg}") from exc
         if point is not None:
             return Pinned(resolve(metadata, point, self.started_ms), metadata)
         return self._run_start_pin(metadata)

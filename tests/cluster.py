@@ -18,6 +18,7 @@ Usage: python -m tests.cluster up [--workers N] [--dir D] | down [--dir D] | sta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -97,6 +98,10 @@ class Cluster:
         self.directory = directory.resolve()
         self.worker_count = workers
         self.state = ClusterState(directory=str(self.directory))
+        # One Thrift session for this object's statements: the Thrift Server opens the Iceberg
+        # catalog (and its PostgreSQL connections) per session and does not close it when the
+        # session ends, so a session per statement exhausts PostgreSQL's connections.
+        self._session: Any = None
 
     # -- what clients need ----------------------------------------------------------------
 
@@ -172,6 +177,7 @@ class Cluster:
 
     def stop(self) -> None:
         """Stop everything recorded, by pid, newest first; forget the cluster."""
+        self._close_session()
         state = self.state
         processes = [state.thrift, *reversed(state.workers), state.master]
         for process in processes:
@@ -275,20 +281,22 @@ class Cluster:
         """Stop the Thrift Server and start it again on the same port (clients' profiles)."""
         assert self.state.thrift is not None
         port = self.state.thrift.port
+        self._close_session()
         _terminate(self.state.thrift.pid)
         self.state.thrift = None
         self.state.save()
         self.start_thrift(port)
 
     def sql(self, statement: str) -> list[tuple[Any, ...]]:
-        """Run one statement in a Thrift session of its own; its rows, if it has any."""
+        """Run one statement in this object's Thrift session; its rows, if it has any."""
         from pyhive import hive
 
-        connection = hive.connect(
-            host="127.0.0.1", port=self.thrift_port, username="cluster", database=CATALOG
-        )
+        if self._session is None:
+            self._session = hive.connect(
+                host="127.0.0.1", port=self.thrift_port, username="cluster", database=CATALOG
+            )
+        cursor = self._session.cursor()
         try:
-            cursor = connection.cursor()
             cursor.execute(statement)
             if not cursor.description:
                 return []
@@ -297,7 +305,13 @@ class Cluster:
             except TypeError:  # DDL: described as a column, sent without data (connections.py)
                 return []
         finally:
-            connection.close()
+            cursor.close()
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            with contextlib.suppress(Exception):  # the server may be gone already
+                self._session.close()
+            self._session = None
 
     def empty_catalog(self) -> None:
         """Drop every view, table and namespace but `default` (catalog entries; files stay)."""

@@ -85,6 +85,8 @@ def start_postgres(base: Path, password: str = "s3cret'pw") -> PostgresServer:
     with (data / "postgresql.conf").open("a") as conf:
         conf.write(
             f"listen_addresses = '127.0.0.1'\nport = {server.port}\n"
+            # Headroom: a Spark Thrift Server keeps each session's catalog connections open.
+            "max_connections = 300\n"
             f"unix_socket_directories = '{data}'\n"
         )
     _pg_ctl(base, "start")

@@ -147,7 +147,7 @@ class TestPinsAgainstExpiry(PackageProject):
             {**args, "older_than": now_text(), "keep_pins": ["pins/replay.json"]},
         )
         assert f"kept {second}: recorded in pins file pins/replay.json" in output
-        assert f"kept {latest_read}: recorded in pins file {root / 'target'}" in output
+        assert f"kept {latest_read}: recorded in pins file target/icetime_pins.json" in output
         assert "Expired 2 snapshot(s)" in output  # `first` and the one before `latest_read`
         assert live_snapshots(project, "events") == {second, latest_read, before[-1]}
 

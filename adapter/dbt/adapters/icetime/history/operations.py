@@ -209,7 +209,7 @@ class HistoryOperations:
         if isinstance(configured, str) and configured.startswith("@"):
             paths.append(configured[1:])
         if os.path.exists(self.services.recorded_pins):
-            paths.append(self.services.recorded_pins)
+            paths.append(os.path.relpath(self.services.recorded_pins, self.services.project_root))
         found: dict[str, dict[str, int]] = {}
         for path in paths:
             request = record.load(path, self.services.project_root, f"keep_pins {path!r}")

@@ -104,7 +104,8 @@ def writer(profile_file: Path, stop_file: Path, report_file: Path, interval: flo
                 counts["conflicts" if conflict else "errors"] += 1
                 if not conflict:
                     errors.append(text[:500])
-                counts["retries"] += attempt < 4
+                if attempt < 4:
+                    counts["retries"] += 1
         next_id += 1
         time.sleep(interval)
     report_file.write_text(json.dumps({"counts": counts, "committed": committed, "errors": errors}))

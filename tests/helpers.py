@@ -59,3 +59,16 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
         "threads": 1,
         **overrides,
     }
+
+
+def pyiceberg_catalog(profile: dict[str, Any]) -> Any:
+    """pyiceberg's catalog for an icetime profile target (a catalog the client can open)."""
+    from dbt.adapters.icetime.catalog import CatalogSettings
+    from dbt.adapters.icetime.credentials import IcetimeCredentials
+    from dbt.adapters.icetime.metadata import PyIcebergReader
+
+    keys = {k: v for k, v in profile.items() if k not in ("type", "threads")}
+    settings = CatalogSettings.from_credentials(IcetimeCredentials.from_dict(keys))
+    properties = settings.pyiceberg_properties()
+    assert properties is not None, "the profile's catalog cannot be opened by the client"
+    return PyIcebergReader(settings.name, properties).catalog()

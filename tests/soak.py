@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from tests.helpers import run_dbt_process
+from tests.helpers import pyiceberg_catalog, run_dbt_process
 from tests.services import PostgresServer, postgres_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,15 +136,7 @@ class Soak:
         return None
 
     def catalog(self) -> Any:
-        from dbt.adapters.icetime.catalog import CatalogSettings
-        from dbt.adapters.icetime.credentials import IcetimeCredentials
-        from dbt.adapters.icetime.metadata import PyIcebergReader
-
-        keys = {k: v for k, v in self.target.items() if k not in ("type", "threads")}
-        settings = CatalogSettings.from_credentials(IcetimeCredentials.from_dict(keys))
-        properties = settings.pyiceberg_properties()
-        assert properties is not None
-        return PyIcebergReader(settings.name, properties).catalog()
+        return pyiceberg_catalog(self.target)
 
     def rows(self, table: str, snapshot_id: int | None = None) -> list[dict[str, Any]]:
         scan = self.catalog().load_table((SCHEMA, table)).scan(snapshot_id=snapshot_id)

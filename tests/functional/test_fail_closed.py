@@ -26,7 +26,14 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import ROOT, PackageProject, install_package, raw_sources, sql
+from tests.functional.cdf.support import (
+    ROOT,
+    PackageProject,
+    install_package,
+    raw_sources,
+    ref_snapshot,
+    sql,
+)
 from tests.functional.clones.support import operation
 from tests.functional.history.test_expiry_and_tags import now_text
 from tests.helpers import run_dbt_process
@@ -51,19 +58,13 @@ class TestMissingMetadataFile(PackageProject):
         )
         return Path("/" + str(found[0]).removeprefix("file:").lstrip("/"))
 
-    def target_snapshot(self, project: Any) -> int:
-        found = sql(
-            project, "select snapshot_id from {s}.events_cdf.refs where name = 'main'", fetch="one"
-        )
-        return int(found[0])
-
     def test_a_missing_metadata_file_stops_the_run_and_changes_nothing(self, project: Any) -> None:
         install_package(project)
         sql(project, "create table {s}.events (id bigint, v string) using iceberg")
         sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
         run_dbt(["run"])
         sql(project, "insert into {s}.events values (3, 'c')")
-        before = self.target_snapshot(project)
+        before = ref_snapshot(project, "events_cdf")
 
         metadata = self.current_metadata_file(project)
         moved = metadata.with_name(metadata.name + ".away")
@@ -72,7 +73,7 @@ class TestMissingMetadataFile(PackageProject):
             _, output = run_dbt_and_capture(["run"], expect_pass=False)
             assert f"Could not read metadata file file:{metadata}" in output, output[-3000:]
             assert "from scratch" not in output
-            assert self.target_snapshot(project) == before
+            assert ref_snapshot(project, "events_cdf") == before
 
             relation = f"{project.test_schema}.events"
             history = operation("history", {"relation": relation}, expect_pass=False)
@@ -84,11 +85,6 @@ class TestMissingMetadataFile(PackageProject):
         assert "from scratch" not in output
         rows = sql(project, "select id, v from {s}.events_cdf order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
-
-
-def snapshot_of(project: Any, table: str) -> int:
-    found = sql(project, f"select snapshot_id from {{s}}.{table}.refs where name = 'main'", "one")
-    return int(found[0])
 
 
 @contextmanager
@@ -119,7 +115,7 @@ class TestLockedSqliteCatalog(PackageProject):
         sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
         run_dbt(["run"])
         sql(project, "insert into {s}.events values (3, 'c')")
-        before = {t: snapshot_of(project, t) for t in ("events", "events_cdf")}
+        before = {t: ref_snapshot(project, t) for t in ("events", "events_cdf")}
         relation = f"{project.test_schema}.events"
 
         with catalog_locked(icetime_home / "catalog.db"):
@@ -130,7 +126,7 @@ class TestLockedSqliteCatalog(PackageProject):
             output = operation("expire_snapshots", args, expect_pass=False)
             assert "is locked by another process" in output, output[-3000:]
 
-        assert {t: snapshot_of(project, t) for t in ("events", "events_cdf")} == before
+        assert {t: ref_snapshot(project, t) for t in ("events", "events_cdf")} == before
         _, output = run_dbt_and_capture(["run"])
         assert "from scratch" not in output
         rows = sql(project, "select id, v from {s}.events_cdf order by id", fetch="all")

@@ -27,11 +27,8 @@ from typing import Any
 import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-from dbt.adapters.icetime.catalog import CatalogSettings
-from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.metadata import PyIcebergReader
 from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
-from tests.helpers import run_dbt_process
+from tests.helpers import pyiceberg_catalog, run_dbt_process
 
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 
@@ -56,12 +53,7 @@ class Deployment:
         return result.output
 
     def catalog(self) -> Any:
-        keys = {k: v for k, v in self.profile.items() if k not in ("type", "threads")}
-        creds = IcetimeCredentials.from_dict(keys)
-        settings = CatalogSettings.from_credentials(creds)
-        properties = settings.pyiceberg_properties()
-        assert properties is not None
-        return PyIcebergReader(settings.name, properties).catalog()
+        return pyiceberg_catalog(self.profile)
 
     def table(self, name: str) -> Any:
         schema, table = name.split(".")

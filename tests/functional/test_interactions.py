@@ -26,6 +26,7 @@ from tests.functional.cdf.support import (
     assert_equal_sets,
     install_package,
     raw_sources,
+    ref_snapshot,
     rows,
     snapshots,
     sql,
@@ -33,6 +34,7 @@ from tests.functional.cdf.support import (
 from tests.functional.clones.support import (
     data_files,
     env_for,
+    expire_history,
     local,
     operation,
     properties,
@@ -40,16 +42,6 @@ from tests.functional.clones.support import (
 )
 from tests.functional.clones.test_environments import EnvironmentProject
 from tests.functional.history.test_expiry_and_tags import now_text
-
-
-def expire_all_but_current(project: Any, table: str) -> None:
-    """Iceberg's own expiry, bypassing icetime: only refs (tags) still hold snapshots."""
-    later = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 3600))
-    sql(
-        project,
-        f"call icetime.system.expire_snapshots(table => '{project.test_schema}.{table}', "
-        f"older_than => timestamp '{later}', retain_last => 1)",
-    )
 
 
 def live_snapshots(project: Any, table: str) -> set[int]:
@@ -165,7 +157,7 @@ class TestPinsAgainstExpiry(PackageProject):
 
         # Expired behind icetime's back (Iceberg's own procedure): replaying the file fails
         # with the same words and builds nothing; it never reads another snapshot.
-        expire_all_but_current(project, "events")
+        expire_history(project, "events")
         replay = {"pin_snapshot": "@pins/replay.json"}
         _, output = run_dbt_and_capture(["run", "--vars", json.dumps(replay)], expect_pass=False)
         assert f"snapshot id {second}: no such snapshot in" in output
@@ -295,7 +287,7 @@ class TestClonesAgainstSourceLifecycle(EnvironmentProject):
         sql(project, "insert into {s}.events values (3, 'c')")
         run_dbt(["run"])
         sql(project, "delete from {s}.events_latest where id = 2")
-        expire_all_but_current(project, "events_latest")
+        expire_history(project, "events_latest")
         assert rows(project, f"select * from {clone}") == [(1, "a"), (2, "b")]
         assert all(local(f).exists() for f in cloned_files)
 
@@ -311,7 +303,7 @@ class TestClonesAgainstSourceLifecycle(EnvironmentProject):
         assert not tags(project, f"{schema}.events_latest")
         assert "icetime.clone.source" not in properties(project, f"{schema}.events_latest")
         run_dbt(["run", "--full-refresh"])
-        expire_all_but_current(project, "events_latest")
+        expire_history(project, "events_latest")
         live = set(data_files(project, f"{schema}.events_latest"))
         assert [f for f in cloned_files if f not in live and local(f).exists()] == []
         assert rows(project, "select * from {s}.events_latest") == [(2, "b"), (3, "c")]
@@ -377,16 +369,11 @@ class TestWapAgainstConcurrentCommits(PackageProject):
         entry = pins["inputs"][f"icetime.{project.test_schema}.clean"]
         assert entry["resolved_by"] == "branch:audit"
         on_branch = rows(project, "select * from {s}.clean version as of 'audit'")
-        assert entry["snapshot_id"] == snapshots_of_ref(project, "clean", "audit")
+        assert entry["snapshot_id"] == ref_snapshot(project, "clean", "audit")
         assert rows(project, "select * from {s}.totals version as of 'audit'") == [
             (len(on_branch),)
         ]
         assert rows(project, "select * from {s}.clean") == main_clean
-
-
-def snapshots_of_ref(project: Any, table: str, ref: str) -> int:
-    found = sql(project, f"select snapshot_id from {{s}}.{table}.refs where name = '{ref}'", "one")
-    return int(found[0])
 
 
 # -------------------------------------------------- expired-snapshot archive vs commits
@@ -431,3 +418,25 @@ class TestArchiveAgainstConcurrentCommits(PackageProject):
         assert any("Expired" in o and "Expired 0 " not in o for o in outputs), outputs
         count = sql(project, "select count(*) from {s}.events", "one")[0]
         assert count == 6 + len(writer.committed)
+
+    def test_archiving_the_same_snapshots_again_keeps_one_row_each(self, project: Any) -> None:
+        """An expiry that failed after archiving and is run again archives nothing twice."""
+        from dbt.adapters.icetime.history import expire
+        from dbt.adapters.icetime.metadata import TableName
+
+        sql(project, "create table {s}.twice (id bigint) using iceberg")
+        for i in range(3):
+            sql(project, f"insert into {{s}}.twice values ({i})")
+        adapter = project.adapter
+        table = TableName("icetime", project.test_schema, "twice")
+        with adapter.connection_named("__test"):
+            metadata = adapter.metadata_reader().table(table)
+            now = int(time.time() * 1000) + 1000
+            plan = expire.plan_expiry(metadata, table, now, retain_last=1, held={})
+            archive = expire.Archive("icetime", adapter.execute)
+            archive.ensure()
+            archive.add([plan], now)
+            archive.add([plan], now)
+        expiring = sorted(s.snapshot_id for s in plan.expiring)
+        assert len(expiring) == 2
+        assert sorted(self.archived(project, str(table))) == expiring

@@ -54,6 +54,12 @@ def snapshots(project: Any, table: str) -> list[int]:
     return [int(r[0]) for r in found]
 
 
+def ref_snapshot(project: Any, table: str, ref: str = "main") -> int:
+    """The snapshot id a ref (``main`` by default) of ``{s}.table`` points at."""
+    found = sql(project, f"select snapshot_id from {{s}}.{table}.refs where name = '{ref}'", "one")
+    return int(found[0])
+
+
 def property_of(project: Any, table: str, key: str) -> str | None:
     found = sql(project, f"show tblproperties {{s}}.{table}", fetch="all")
     return next((str(r[1]) for r in found if r[0] == key), None)

@@ -22,15 +22,18 @@ from dbt.adapters.icetime.metadata import Snapshot, TableMetadata, TableName
 from dbt.adapters.icetime.sql import sql_literal
 
 ARCHIVE_TABLE = "snapshot_history"
-ARCHIVE_COLUMNS = (
-    "table_name string, table_uuid string, snapshot_id bigint, parent_id bigint, "
-    "committed_at timestamp, operation string, summary map<string, string>, "
-    "manifest_list string, expired_at timestamp"
+ARCHIVE_FIELDS = (
+    ("table_name", "string"),
+    ("table_uuid", "string"),
+    ("snapshot_id", "bigint"),
+    ("parent_id", "bigint"),
+    ("committed_at", "timestamp"),
+    ("operation", "string"),
+    ("summary", "map<string, string>"),
+    ("manifest_list", "string"),
+    ("expired_at", "timestamp"),
 )
-ARCHIVE_COLUMN_NAMES = (
-    "table_name, table_uuid, snapshot_id, parent_id, committed_at, operation, summary, "
-    "manifest_list, expired_at"
-)
+ARCHIVE_COLUMNS = ", ".join(f"{name} {kind}" for name, kind in ARCHIVE_FIELDS)
 
 
 @dataclass
@@ -116,7 +119,7 @@ class Archive:
         if rows:
             self.execute(
                 f"merge into {self.name.sql()} t using (select * from values {', '.join(rows)} "
-                f"as s({ARCHIVE_COLUMN_NAMES})) s "
+                f"as s({', '.join(name for name, _ in ARCHIVE_FIELDS)})) s "
                 "on t.table_uuid = s.table_uuid and t.snapshot_id = s.snapshot_id "
                 "when not matched then insert *"
             )

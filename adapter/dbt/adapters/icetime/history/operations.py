@@ -204,15 +204,17 @@ class HistoryOperations:
                 f"keep_pins {keep_pins!r} is not accepted: a pins file path or a list of them "
                 f"(files a dbt run wrote as target/{record.FILE_NAME})."
             )
-        paths = [str(p) for p in named]
+        # Each file, with the setting it came from (named in errors).
+        paths = [(str(p), f"keep_pins {p!r}") for p in named]
         configured = self.services.project_vars.get(PIN_VAR)
         if isinstance(configured, str) and configured.startswith("@"):
-            paths.append(configured[1:])
+            paths.append((configured[1:], f"the project's pin_snapshot {configured!r}"))
         if os.path.exists(self.services.recorded_pins):
-            paths.append(os.path.relpath(self.services.recorded_pins, self.services.project_root))
+            last_run = os.path.relpath(self.services.recorded_pins, self.services.project_root)
+            paths.append((last_run, "the last run's pins file"))
         found: dict[str, dict[str, int]] = {}
-        for path in paths:
-            request = record.load(path, self.services.project_root, f"keep_pins {path!r}")
+        for path, where in paths:
+            request = record.load(path, self.services.project_root, where)
             found[path] = {
                 table: point.snapshot_id
                 for table, point in request.per_input.items()

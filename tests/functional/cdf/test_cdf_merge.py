@@ -91,6 +91,47 @@ class CdfMergeBase(PackageProject):
         assert f"since snapshot {snapshots(project, 'orders')[-1]}" in output
         assert snapshots(project, "latest") == before
 
+    def test_reads_only_the_files_a_commit_touched(self, project: Any, orders: None) -> None:
+        run_dbt(["run", "--select", "latest"])
+        for first in (1000, 1010, 1020):  # three more data files, one per insert
+            sql(
+                project,
+                "insert into {s}.orders select id, 'open', 1 "
+                f"from range({first}, {first + 10}, 1, 1)",
+            )
+        run_dbt(["run", "--select", "latest"])
+        touched = sql(
+            project,
+            "select distinct _file from {s}.orders where order_id between 1010 and 1014",
+            "all",
+        )
+        assert len(touched) == 1
+        sql(project, "update {s}.orders set status = 'paid' where order_id between 1010 and 1014")
+        current = snapshots(project, "orders")[-1]
+        added = sql(
+            project,
+            "select data_file.file_path from {s}.orders.entries "
+            f"where status = 1 and data_file.content = 0 and snapshot_id = {current}",
+            "all",
+        )
+        sizes = dict(
+            sql(
+                project,
+                "select file_path, file_size_in_bytes from {s}.orders.all_data_files",
+                "all",
+            )
+        )
+        # Copy-on-write replaces the file (read before, at the parent); merge-on-read keeps it
+        # with new deletes (read on both sides); the new rows' files are read after.
+        old_side = [touched[0][0]] * (1 if self.layout == COW else 2)
+        expected = old_side + [row[0] for row in added]
+        output = self.run_and_check(project)
+        assert len(set(expected)) < len(sizes)  # not every file of the table
+        assert (
+            f"reading {len(expected)} data files ({sum(sizes[p] for p in expected):,} bytes)"
+            in output
+        )
+
 
 class TestCdfMergeCopyOnWrite(CdfMergeBase):
     layout = COW

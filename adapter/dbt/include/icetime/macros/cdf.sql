@@ -35,7 +35,7 @@
       {%- endcall %}
     {%- endif -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, tmp_relation, compiled_code) }}{% endcall %}
-    {%- set columns = icetime_cdf_payload_columns(tmp_relation, run.mode) -%}
+    {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(tmp_relation), run.mode) -%}
     {% do adapter.icetime_cdf_fault('before_write') %}
     {% do adapter.icetime_cdf_fault('during_write') %}
     {%- call statement('main') -%}
@@ -50,14 +50,20 @@
     {%- if run.moves %}{% do committed.append(true) %}{% endif -%}
   {%- else -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, tmp_relation, compiled_code) }}{% endcall %}
-    {#- The change rows are read once: the key bounds and the write reuse them. -#}
-    {% call statement('icetime_cdf_cache') %}cache table {{ tmp_relation }}{% endcall %}
-    {%- set columns = icetime_cdf_payload_columns(tmp_relation, run.mode) -%}
-    {% call statement('create_payload_relation') -%}
-      create or replace temporary view {{ payload_relation }} as
-      select {{ columns | map(attribute='quoted') | join(', ') }} from {{ tmp_relation }}
-    {%- endcall %}
-    {%- do process_schema_changes(on_schema_change, payload_relation, existing_relation) -%}
+    {#- The change rows are read once, by the first statement that needs them (the key bounds,
+        or the write): the write reuses them. -#}
+    {% call statement('icetime_cdf_cache') %}cache lazy table {{ tmp_relation }}{% endcall %}
+    {%- set model_columns = adapter.get_columns_in_relation(tmp_relation) -%}
+    {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
+    {#- The payload (what lands in the target) serves the schema check and the writes of append
+        and recompute; a merge reads the model's rows itself. -#}
+    {%- if run.mode != 'merge' or on_schema_change != 'ignore' -%}
+      {% call statement('create_payload_relation') -%}
+        create or replace temporary view {{ payload_relation }} as
+        select {{ columns | map(attribute='quoted') | join(', ') }} from {{ tmp_relation }}
+      {%- endcall %}
+      {%- do process_schema_changes(on_schema_change, payload_relation, existing_relation) -%}
+    {%- endif -%}
     {% do adapter.icetime_cdf_fault('before_write') %}
     {%- if run.mode == 'append' and run.recovering and run.range_snapshot_ids -%}
       {#- An interrupted run may have appended part of this range already: take it out first. -#}
@@ -73,7 +79,7 @@
     {% do adapter.icetime_cdf_fault('during_write') %}
     {%- call statement('main') -%}
       {%- if run.mode == 'merge' -%}
-        {{ icetime_cdf_merge_sql(this, tmp_relation, payload_relation, config.get('unique_key'), bounds) }}
+        {{ icetime_cdf_merge_sql(this, tmp_relation, model_columns, columns, config.get('unique_key'), bounds) }}
       {%- elif run.mode == 'append' -%}
         {{ get_insert_into_sql(payload_relation, this) }}
       {%- else -%}
@@ -92,11 +98,11 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_payload_columns(relation, mode) %}
-  {#- The columns that land in the target: all of them for a change log (append), all but the
-      change metadata otherwise. Checks the model passes through what its mode needs. -#}
+{% macro icetime_cdf_payload_columns(columns, mode) %}
+  {#- Of the model's columns, those that land in the target: all of them for a change log
+      (append), all but the change metadata otherwise. Checks the model passes through what its
+      mode needs. -#}
   {%- set change_columns = ['_change_type', '_commit_snapshot_id', '_commit_timestamp', '_change_ordinal'] -%}
-  {%- set columns = adapter.get_columns_in_relation(relation) -%}
   {%- set names = columns | map(attribute='name') | map('lower') | list -%}
   {%- set needed = {'merge': ['_change_type'], 'append': ['_change_type', '_commit_snapshot_id'], 'recompute': []}[mode] -%}
   {%- set missing = needed | reject('in', names) | list -%}
@@ -119,13 +125,15 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_merge_sql(target, changes, payload, unique_key, bounds=none) %}
+{% macro icetime_cdf_merge_sql(target, changes, change_columns, payload_columns, unique_key, bounds=none) %}
   {#- The net effect per key, in one MERGE: the last change row that survived the model's
       filters decides (commit order when the model passes _commit_timestamp/_change_ordinal
-      through; within a commit, and in the net feed, an upsert outranks a delete). -#}
+      through; within a commit, and in the net feed, an upsert outranks a delete).
+      change_columns: the columns of `changes` (the model's rows); payload_columns: those of
+      them that land in the target. -#}
   {%- set keys = icetime_cdf_quoted(unique_key) -%}
-  {%- set names = adapter.get_columns_in_relation(changes) | map(attribute='name') | map('lower') | list -%}
-  {%- set payload_names = adapter.get_columns_in_relation(payload) | map(attribute='name') | map('lower') | list -%}
+  {%- set names = change_columns | map(attribute='name') | map('lower') | list -%}
+  {%- set payload_names = payload_columns | map(attribute='name') | map('lower') | list -%}
   {%- set columns = adapter.get_columns_in_relation(target) | selectattr('name', 'in', payload_names) | list -%}
   {%- set order = [] -%}
   {%- if '_commit_timestamp' in names %}{% do order.append('_commit_timestamp desc') %}{% endif -%}

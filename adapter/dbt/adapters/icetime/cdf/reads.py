@@ -169,15 +169,13 @@ class Task:
         """The task's data file path and the task.
 
         One py4j call per task: Iceberg's own JSON form of the task (the REST scan-planning
-        serialization) carries the data file and its delete files. Read field by field (six
-        calls or more per task) they took ~0.3 s of a 100-file table's plan, now ~0.1 s.
+        serialization) carries the data file and its delete files. Field by field (six calls or
+        more per task) a 113-file plan took ~0.3 s; as JSON, ~0.1 s.
         """
         parsed = json.loads(parser.toJson(java_task))
         data_file = parsed["data-file"]
         deletes = frozenset(d["file-path"] for d in parsed.get("delete-files") or ())
-        return data_file["file-path"], cls(
-            java_task, int(data_file["file-size-in-bytes"]), deletes or _NONE
-        )
+        return data_file["file-path"], cls(java_task, int(data_file["file-size-in-bytes"]), deletes)
 
 
 class FileReads:
@@ -323,9 +321,6 @@ class FileReads:
             self._staging.removeTasks(self._table, set_id)
         self._staged.clear()
         self._plans.clear()
-
-
-_NONE: frozenset[str] = frozenset()
 
 
 def _deletes(task: Task | None) -> frozenset[str] | None:

@@ -182,10 +182,8 @@ class Upstreams:
         create_upstream(self.run, table, rows, files=files)
 
     def change(self, table: str, rows: int, changed: int) -> None:
-        """Update the most recent orders of `table` and of the warm-ups' upstream."""
         self.reopen()
-        change_recent(self.run, table, rows, changed)
-        change_recent(self.run, "warm_up", WARM_UP_ROWS, WARM_UP_CHANGED)
+        change_step(self.run, table, rows, changed)
 
 
 def create_upstream(
@@ -229,6 +227,12 @@ def change_recent(run: Run, table: str, rows: int, changed: int) -> None:
         "when matched then update set status = 'refunded', amount = t.amount + 1, "
         "updated_at = current_timestamp()"
     )
+
+
+def change_step(run: Run, table: str, rows: int, changed: int) -> None:
+    """One step: update the most recent orders of `table` and of the warm-ups' upstream."""
+    change_recent(run, table, rows, changed)
+    change_recent(run, "warm_up", WARM_UP_ROWS, WARM_UP_CHANGED)
 
 
 def main() -> None:

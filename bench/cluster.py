@@ -75,8 +75,7 @@ def measure(
     for share in STEPS:
         changed = int(rows * share)
         reopen()
-        cdf.change_recent(run, "orders", rows, changed)
-        cdf.change_recent(run, "warm_up", cdf.WARM_UP_ROWS, cdf.WARM_UP_CHANGED)
+        cdf.change_step(run, "orders", rows, changed)
         times, output = cdf.dbt_run(root)
         step = f"{label}, {share * 100:g} % changed ({changed:,} rows)"
         split = phases(root)

@@ -356,15 +356,15 @@ def main() -> None:
         dbt_run(root, *warm_ups, "cdf")
     pairs: dict[str, list[float]] = {side: [] for side in sides}
     double_rebuilds: list[float] = []
+    changed = int(rows * 0.001)
     for _ in range(repeats + 2):
         for side, (root, table, count) in sides.items():
-            upstreams.change(table, count, int(rows * 0.001))
+            upstreams.change(table, count, changed)
             selected = [*warm_ups, "cdf"] + (["full_rebuild"] if side == "2x" else [])
             times, output = dbt_run(root, *selected)
             pairs[side].append(times["cdf"])
             if side == "2x":
                 double_rebuilds.append(times["full_rebuild"])
-    changed = int(rows * 0.001)
     table_rows += [
         measured(f"fresh 1x table, {changed:,} changed, in turns with 2x: CDF, s", pairs["1x"], 2),
         measured(f"2x table ({2 * rows:,} rows), {changed:,} changed: CDF, s", pairs["2x"], 2),

@@ -69,14 +69,14 @@ def measure(
     cdf.create_upstream(run, "orders", rows, properties)
     slug = re.sub(r"\W+", "_", label)
     root = cdf.project(f"cluster-{slug}", "orders", f"{cdf.SCHEMA}_{slug}", profile)
-    cdf.dbt_run(root)
+    cdf.dbt_run(root, *cdf.MEASURED_RUN)
     table: list[Row] = []
     cdf_times: dict[str, float] = {}
     for share in STEPS:
         changed = int(rows * share)
         reopen()
         cdf.change_step(run, "orders", rows, changed)
-        times, output = cdf.dbt_run(root)
+        times, output = cdf.dbt_run(root, *cdf.MEASURED_RUN)
         step = f"{label}, {share * 100:g} % changed ({changed:,} rows)"
         split = phases(root)
         reads = re.search(r"changes of \S+\.orders since .*?reading (.*)$", output, re.M)

@@ -25,7 +25,7 @@ from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.restore import Restorer
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
-from dbt.adapters.icetime.pins.spec import AtSnapshot
+from dbt.adapters.icetime.metadata.points import AtSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "history"

@@ -1,8 +1,18 @@
+{#- The change feed of an Iceberg upstream, for models with incremental_strategy='cdf'. -#}
+
 {% macro changes(relation) %}
-  {#- The change rows of an Iceberg upstream since this model's watermark, for models with
-      incremental_strategy='cdf'. Columns: the upstream's, then _change_type (insert, delete,
-      update_before, update_after), _commit_snapshot_id, _commit_timestamp, _change_ordinal.
-      On a first run or --full-refresh: every row at the pinned snapshot, as inserts. -#}
+  {{ return(adapter.dispatch('changes', 'icetime')(relation)) }}
+{% endmacro %}
+
+{% macro default__changes(relation) %}
+  {{ icetime_requires_adapter('changes') }}
+{% endmacro %}
+
+{% macro icetime__changes(relation) %}
+  {#- The change rows of an Iceberg upstream since this model's watermark. Columns: the
+      upstream's, then _change_type (insert, delete, update_before, update_after),
+      _commit_snapshot_id, _commit_timestamp, _change_ordinal. On a first run or --full-refresh:
+      every row at the pinned snapshot, as inserts. -#}
   {%- if not execute -%}
     {{ return(relation) }}
   {%- endif -%}

@@ -1,4 +1,14 @@
+{#- Expiry that keeps a history of what it expired, and the query that reads that history. -#}
+
 {% macro expire_snapshots(model=none, relation=none, select=none, older_than='30d', retain_last=1, keep_history='400d', dry_run=false, keep_pins=none) %}
+  {{ return(adapter.dispatch('expire_snapshots', 'icetime')(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins)) }}
+{% endmacro %}
+
+{% macro default__expire_snapshots(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins) %}
+  {{ icetime_requires_adapter('expire_snapshots') }}
+{% endmacro %}
+
+{% macro icetime__expire_snapshots(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins) %}
   {#- Expire snapshots older than `older_than` (a duration such as 30d, or a timestamp), keeping
       the last `retain_last` of main and every snapshot a tag, branch, clone, CDF watermark,
       configured pin or pins file holds (the project's target/icetime_pins.json and each file in
@@ -9,7 +19,16 @@
   {%- endif -%}
 {% endmacro %}
 
+
 {% macro snapshots_with_expired(relation) %}
+  {{ return(adapter.dispatch('snapshots_with_expired', 'icetime')(relation)) }}
+{% endmacro %}
+
+{% macro default__snapshots_with_expired(relation) %}
+  {{ icetime_requires_adapter('snapshots_with_expired') }}
+{% endmacro %}
+
+{% macro icetime__snapshots_with_expired(relation) %}
   {#- A query over the live snapshots of `relation` and the ones icetime expired, with an
       `expired` flag: commits, summaries and commit times keep answering after expiry. -#}
   {%- set table = relation.incorporate(snapshot_id=none, projection=none) -%}

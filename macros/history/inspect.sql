@@ -1,4 +1,14 @@
+{#- Looking at a table's history: its commits, two versions side by side, and retention. -#}
+
 {% macro history(model=none, relation=none, limit=50) %}
+  {{ return(adapter.dispatch('history', 'icetime')(model, relation, limit)) }}
+{% endmacro %}
+
+{% macro default__history(model, relation, limit) %}
+  {{ icetime_requires_adapter('history') }}
+{% endmacro %}
+
+{% macro icetime__history(model, relation, limit) %}
   {#- DESCRIBE HISTORY for an Iceberg table: one row per snapshot-log entry, newest first, with
       rows/files/bytes added and removed, the writer, and restores marked. Printed, and returned
       as an agate table. -#}
@@ -9,16 +19,35 @@
   {%- endif -%}
 {% endmacro %}
 
+
 {% macro diff(from=none, to=none, model=none, relation=none, key=none, rows=0) %}
+  {{ return(adapter.dispatch('diff', 'icetime')(from, to, model, relation, key, rows)) }}
+{% endmacro %}
+
+{% macro default__diff(from, to, model, relation, key, rows) %}
+  {{ icetime_requires_adapter('diff') }}
+{% endmacro %}
+
+{% macro icetime__diff(from, to, model, relation, key, rows) %}
   {#- Two versions of a table side by side: counts of rows only in `from` and only in `to`; with
-      `key`, changed rows and the columns that changed; `rows: N` prints up to N of each.
-      `to` defaults to the current snapshot. -#}
+      `key`, changed rows and the columns that changed; `rows: N` shows up to N of each, changed
+      rows as their key and each changed column's old -> new value. `to` defaults to the current
+      snapshot. -#}
   {%- if execute -%}
     {{ log(adapter.icetime_diff(graph, from, to, model, relation, key, rows), info=true) }}
   {%- endif -%}
 {% endmacro %}
 
+
 {% test retention_covers(model, days) %}
+  {{ return(adapter.dispatch('test_retention_covers', 'icetime')(model, days)) }}
+{% endtest %}
+
+{% macro default__test_retention_covers(model, days) %}
+  {{ icetime_requires_adapter('retention_covers') }}
+{% endmacro %}
+
+{% macro icetime__test_retention_covers(model, days) %}
   {#- Fails when the table's oldest retained snapshot is younger than `days` days: time travel
       that far back, which the project promises, would fail. -#}
   {%- if days is not number or days <= 0 -%}
@@ -28,4 +57,4 @@
   select min(committed_at) as oldest_snapshot, {{ days }} as promised_days
   from {{ table }}.snapshots
   having min(committed_at) > current_timestamp() - make_interval(0, 0, 0, {{ days | int }}, 0, 0, 0)
-{% endtest %}
+{% endmacro %}

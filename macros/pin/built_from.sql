@@ -5,9 +5,7 @@
 {%- endmacro %}
 
 {% macro default__built_from(relation) -%}
-  {% do exceptions.raise_compiler_error(
-    "icetime.built_from needs the icetime adapter (profile type: icetime); this target is '"
-    ~ target.type ~ "'.") %}
+  {{ icetime_requires_adapter('built_from') }}
 {%- endmacro %}
 
 {% macro icetime__built_from(relation) -%}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.icetime.pins.spec import format_ms
+from dbt.adapters.icetime.metadata.points import format_ms
 from tests.helpers import profile_target
 
 SOURCES = """

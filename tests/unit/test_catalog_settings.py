@@ -8,7 +8,8 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import ICEBERG_EXTENSIONS, resolve_settings
-from dbt.adapters.icetime.metadata.readers import TableName, _redact
+from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.metadata.readers import _redact
 from dbt.adapters.icetime.sql import quote_identifier
 
 

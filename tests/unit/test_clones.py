@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.icetime import args
 from dbt.adapters.icetime.clones import spec
 from dbt.adapters.icetime.clones.document import clone_document
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject, rewrite_schemas
-from dbt.adapters.icetime.clones.selection import names, select
+from dbt.adapters.icetime.args import names
+from dbt.adapters.icetime.clones.selection import select
 from dbt.adapters.icetime.clones.service import retain_minutes, tag_for
 from dbt.adapters.icetime.errors import ConfigurationError
 from dbt.adapters.icetime.metadata import TableName
@@ -19,13 +21,13 @@ from dbt.adapters.icetime.metadata import TableName
     ("text", "minutes"), [("90m", 90), ("36h", 2160), ("7d", 10080), ("2w", 20160), ("1D", 1440)]
 )
 def test_lifetimes(text: str, minutes: int) -> None:
-    assert spec.lifetime(text).minutes == minutes
+    assert args.ttl(text).minutes == minutes
 
 
 @pytest.mark.parametrize("bad", ["7 days", "-1d", "0h", "1y", "", "d", "400d", True, None, 3.5])
 def test_bad_lifetimes(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="is not accepted"):
-        spec.lifetime(bad)
+        args.ttl(bad)
 
 
 @pytest.mark.parametrize(

@@ -55,10 +55,12 @@ def test_expiry_plan_keeps_newest_refs_and_held() -> None:
     assert plan.kept[4] == ["one of the last 3 of main", "branch 'main'"]
 
 
-def test_since_watermark() -> None:
+def test_ancestors_walk_back_from_the_current_snapshot() -> None:
     meta = table(LINE, [(1, 100), (2, 200), (3, 300), (4, 400)], {})
-    assert expire.since(meta, 2) == [4, 3, 2]
-    assert expire.since(meta, 99) == []
+    assert [s.snapshot_id for s in meta.ancestors()] == [4, 3, 2, 1]
+    assert [s.snapshot_id for s in meta.ancestors(2)] == [2, 1]
+    assert list(meta.ancestors(99)) == []
+    assert meta.is_ancestor(2, 4) and not meta.is_ancestor(4, 2) and meta.is_ancestor(None, 1)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, "2", 1.5])

@@ -13,8 +13,9 @@ from dbt.adapters.icetime.metadata.model import (
     SnapshotLogEntry,
     TableMetadata,
 )
-from dbt.adapters.icetime.pins.resolve import resolve
-from dbt.adapters.icetime.pins.spec import AtRef, AtSnapshot, AtTimestamp, PinError
+from dbt.adapters.icetime.metadata.resolve import resolve
+from dbt.adapters.icetime.errors import PinError
+from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp
 
 NOW = 10_000
 

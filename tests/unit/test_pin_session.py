@@ -14,9 +14,10 @@ from dbt.adapters.icetime.metadata.model import (
     SnapshotLogEntry,
     TableMetadata,
 )
-from dbt.adapters.icetime.pins.schema_mode import current_schema_projection, spark_type
+from dbt.adapters.icetime.metadata.projection import current_schema_projection, spark_type
 from dbt.adapters.icetime.pins.session import all_names, check_schema_mode, collect_inputs
-from dbt.adapters.icetime.pins.spec import AtRef, PinError
+from dbt.adapters.icetime.errors import PinError
+from dbt.adapters.icetime.metadata.points import AtRef
 
 
 def node(uid: str, deps: tuple[str, ...] | list[str] = (), **extra: Any) -> dict[str, Any]:

@@ -6,16 +6,11 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.icetime.pins.spec import (
-    ACCEPTED_FORMS,
-    AtRef,
-    AtSnapshot,
-    AtTimestamp,
-    PinError,
-    format_ms,
-    parse_point,
-    parse_request,
-)
+from dbt.adapters.icetime.errors import PIN_FORMS as ACCEPTED_FORMS
+from dbt.adapters.icetime.errors import PinError
+from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp, format_ms
+from dbt.adapters.icetime.pins.spec import parse_request
+from dbt.adapters.icetime.pins.spec import pin_point as parse_point
 
 APRIL_21_0600_UTC = 1776751200000
 

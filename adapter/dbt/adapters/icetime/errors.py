@@ -1,8 +1,9 @@
 """icetime's exceptions and the text of every message a user can see.
 
 All icetime errors derive from ``IcetimeError``, itself a ``DbtRuntimeError`` so dbt reports
-them as ordinary run errors (non-zero exit, message shown once). Message templates live here so
-the wording stays consistent and tests can refer to one place.
+them as ordinary run errors (non-zero exit, message shown once). A ``Refusal`` is icetime
+deciding not to do something (bad input, an unsafe request): it is final and never retried.
+Message templates live here so the wording stays consistent and tests can refer to one place.
 """
 
 from __future__ import annotations
@@ -14,8 +15,17 @@ class IcetimeError(DbtRuntimeError):
     """Base of every error icetime raises."""
 
 
-class ConfigurationError(IcetimeError):
-    """A profile or model configuration icetime cannot accept."""
+class Refusal(IcetimeError):
+    """icetime refused a request on purpose: final, never retried."""
+
+
+class ConfigurationError(Refusal):
+    """A profile or model configuration, or an operation's argument, icetime cannot accept."""
+
+
+class PinError(Refusal):
+    """A point in history (a pin, a restore target, ...) that is malformed or cannot be
+    resolved; nothing is built or changed."""
 
 
 class EnvironmentSetupError(IcetimeError):
@@ -32,6 +42,30 @@ class MetadataError(IcetimeError):
 
 class TableNotFoundError(MetadataError):
     """The catalog answered: there is no such Iceberg table (an answer, not a failure)."""
+
+
+# Words in a failure's text that mean another writer won a race, or the catalog was briefly
+# busy: trying again may succeed. Anything else (a refusal, a missing table, bad SQL) is final.
+TRANSIENT_MARKERS = (
+    "CommitFailedException",
+    "CommitStateUnknownException",
+    "Cannot commit",
+    "SQLITE_BUSY",
+    "database is locked",
+    "NotFoundException",
+    "FileNotFoundException",
+    "No such file",
+    "Failed to open",
+    "concurrent",
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a catalog race worth retrying (never an icetime refusal)."""
+    if isinstance(exc, Refusal | TableNotFoundError):
+        return False
+    text = f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}"
+    return any(marker in text for marker in TRANSIENT_MARKERS)
 
 
 def bad_profile_value(key: str, value: object, accepted: str) -> ConfigurationError:
@@ -95,7 +129,7 @@ PROTECTED_TARGET = (
 )
 
 
-class HistoryGapError(IcetimeError):
+class HistoryGapError(Refusal):
     """A CDF model's watermark cannot be followed to the upstream's pinned snapshot."""
 
 
@@ -139,7 +173,236 @@ RECOMPUTE_UPSTREAM_VIEW = (
     "CDF model {model} sets cdf_recompute_keys and reads {table}, a view: changes are tracked "
     "on Iceberg tables only. Materialize {table} as a table, or read its tables directly."
 )
+CDF_STATE_UNREADABLE = (
+    "The CDF state of {table} (table property '{key}') cannot be read: {reason}. Rebuild the "
+    "model with --full-refresh to start a new watermark."
+)
+CDF_RECOVERING = (
+    "{target} was written after its last recorded watermark (an interrupted run?): re-applying "
+    "the changes since that watermark."
+)
 RECOMPUTE_KEYS_MISSING = (
     "CDF model {model}: cdf_recompute_keys names column(s) {missing} that upstream {table} does "
     "not have; every upstream must carry the keys so its changes say which groups to recompute."
 )
+
+
+# -- names and points in history (metadata/) --------------------------------------------------
+
+EMPTY_NAME_PART = "An Iceberg {part} name cannot be empty."
+NOT_A_TABLE_NAME = "{text!r} is not a table name icetime recorded."
+RELATION_NOT_A_TABLE = "{relation} does not name an Iceberg table (schema.table)."
+POINT_FORMS = (
+    "an ISO-8601 timestamp (2026-04-21T06:00:00Z; no offset means UTC), "
+    "a snapshot id (a positive integer), tag:NAME or branch:NAME"
+)
+PIN_FORMS = (
+    "an ISO-8601 timestamp (2026-04-21T06:00:00Z; no offset means UTC), "
+    "a snapshot id (a positive integer), tag:NAME, branch:NAME, "
+    "a mapping {<source, relation or model name>: <one of these>}, "
+    "or @PATH to a pins file written by an earlier run (e.g. @target/icetime_pins.json)"
+)
+NOT_A_POINT = "{where}: {value!r} is not a pin. Accepted forms: {forms}."
+BAD_REF_NAME = (
+    "{where}: {value!r} is not a valid {kind} name. Iceberg {kind} names in a pin are 1-255 "
+    "letters, digits, '_', '.' or '-', starting with a letter or digit. Accepted forms: {forms}."
+)
+BAD_SNAPSHOT_ID = (
+    "{where}: {value!r} is not a snapshot id (a positive 64-bit integer). Accepted forms: {forms}."
+)
+BAD_PIN_KEY = (
+    "{origin}: mapping key {key!r} must name a source (source.table), a relation "
+    "(schema.table or catalog.schema.table) or a model. Accepted forms: {forms}."
+)
+POINT_IN_FUTURE = "pin_snapshot {point} for {table} is in the future (the run started at {now})."
+NO_SUCH_SNAPSHOT = (
+    "pin_snapshot {point}: no such snapshot in {table} (expired or never existed). {retained}"
+)
+INSTANT_NOT_RETAINED = "pin_snapshot {point} for {table}: expired or never existed. {retained}"
+NO_SUCH_REF = "pin_snapshot {point}: {table} has no {kind} '{name}' ({plural} it has: {known})."
+NO_SNAPSHOTS = "{table} has no snapshots."
+RETAINED_SNAPSHOTS = (
+    "The oldest retained snapshot of {table} is {oldest} at {oldest_at}; the newest is "
+    "{newest} at {newest_at} ({count} in its snapshot log)."
+)
+
+# -- arguments (args.py) -------------------------------------------------------------------------
+
+BAD_FLAG = "Argument {name}={value!r} is not accepted: use true or false."
+BAD_DURATION = (
+    "{what} {value!r} is not accepted: use a positive whole number followed by m "
+    "(minutes), h (hours), d (days) or w (weeks), e.g. 7d or 36h."
+)
+DURATION_OUT_OF_RANGE = (
+    "{what} {value!r} is not accepted: it must be {low} minutes and at most {days} days."
+)
+BAD_NAMES = (
+    "Argument {argument}={value!r} is not accepted: give a name, a list of names, "
+    "or a space- or comma-separated string of names."
+)
+NOT_POSITIVE = "{name}={value!r} is not accepted: a whole number >= 1."
+
+# -- clone environments (clones/) ----------------------------------------------------------------
+
+BAD_ENV_NAME = (
+    "Environment name {value!r} is not accepted: use 1-63 lowercase letters, digits or '_', "
+    "starting with a letter (it becomes part of schema names: <schema>{separator}<env>)."
+)
+BAD_OWNER = "Owner {value!r} is not accepted: use 1-200 printable characters."
+BAD_STATE_MANIFEST = (
+    "state={state!r}: could not read a dbt manifest at {path}: {reason}. Pass the directory of "
+    "a production run's target/ (the one holding manifest.json)."
+)
+SELECT_MATCHED_NOTHING = "select: {patterns} matched no table or view. Available: {available}."
+CLONE_NAME_NOT_PLAIN = (
+    "Cannot clone {role} {name}: icetime clones tables whose catalog, schema and table names "
+    "are letters, digits and '_' only; {part!r} is not."
+)
+CLONE_OTHER_CATALOG = (
+    "Cannot clone {role} {name}: it is not in the Iceberg catalog '{catalog}' (catalog "
+    "'{other}'). Clones are made of, and into, Iceberg tables of the profile's catalog."
+)
+CLONE_SOURCE_NOT_ICEBERG = (
+    "Cannot clone {source}: it is not an Iceberg table in the catalog (missing, a view, or "
+    "another format). Clones are made of Iceberg tables."
+)
+SOURCE_HAS_CLONES = (
+    "Refusing to drop {name}: {count} clone(s) read its files and would break:\n{listed}\n"
+    "Drop them first (dbt run-operation icetime.drop_expired_environments --args "
+    "'{{env: <env>, ignore_ttl: true, dry_run: false}}'), or force the drop with "
+    "--vars '{{icetime_force_drop: true}}'."
+)
+CLONE_LOCATION_MISMATCH = (
+    "{name} records location {recorded} but lives at {actual}: refusing to delete files of a "
+    "location it may not own."
+)
+ENV_SELECTION_EMPTY = "Environment {env!r}: the selection matched no table or view to clone."
+ENV_EXISTS = (
+    "Environment {env!r} already exists ({where}). Pass replace: true to rebuild it, or drop it "
+    "first with dbt run-operation icetime.drop_expired_environments --args "
+    "'{{env: {env}, ignore_ttl: true, dry_run: false}}'."
+)
+ENV_VIEWS_FAILED = "Environment {env!r}: could not recreate view(s) against the clones: {listed}"
+ENV_UNKNOWN = (
+    "Environment {env!r} does not exist: {records} has no record of it. Recorded environments: "
+    "{known}."
+)
+ENV_NOT_RECORDED = "Environment {env!r} does not exist: no record of it."
+NOT_THE_RECORDED_CLONE = (
+    "{name} is recorded in environment {env!r} but is not its clone (its table properties say "
+    "otherwise); left in place."
+)
+DROP_FAILURES = "{count} object(s) could not be dropped (the rest were):\n{listed}"
+VIEW_SQL_UNREADABLE = "Could not read the SQL of view {name}: {text!r}"
+ENV_NEEDS_ONE_SOURCE = (
+    "icetime.create_environment needs exactly one of from_schema (a schema name or a list of "
+    "them) or state (a dbt target directory); got from_schema={from_schema!r}, state={state!r}."
+)
+SCHEMA_EMPTY = "from_schema: schema {schema!r} does not exist or holds no table or view."
+
+# -- history operations (history/, retention.py) -------------------------------------------------
+
+BAD_KEEP_PINS = (
+    "keep_pins {value!r} is not accepted: a pins file path or a list of them (files a dbt run "
+    "wrote as target/{file})."
+)
+BAD_RETAIN_LAST = (
+    "retain_last {value!r} is not accepted: use a whole number of at least 1 (the current "
+    "snapshot is always kept)."
+)
+RESTORE_NEEDS_TO = "icetime.restore needs 'to': a snapshot id, a timestamp, or tag:/branch:NAME."
+EXPIRE_NOT_ICEBERG = "Cannot expire snapshots of {table}: it is not an Iceberg table."
+DIFF_NEEDS_FROM = "icetime.diff needs 'from' (a pin form)."
+BAD_OLDER_THAN = (
+    "older_than {value!r} is not accepted: use a duration (a whole number followed by m, h, d "
+    "or w, e.g. 30d; 0d is now) or a past ISO-8601 timestamp (2026-04-21T06:00:00Z)."
+)
+OLDER_THAN_IN_FUTURE = (
+    "older_than {value!r} is in the future: nothing may be expired ahead of time. Use a past "
+    "timestamp or a duration such as 30d."
+)
+BAD_DIFF_KEY = "key {value!r} is not accepted: a column name or a list of column names."
+ONE_TABLE_ONLY = "{what} takes one table (model or relation)."
+NOTHING_TO_COMPARE = "{table} has no snapshot to compare."
+UNKNOWN_TABLE_MODEL = (
+    "model {name!r} is not a table, incremental, seed or snapshot of this project. Known: {known}."
+)
+SELECT_NO_TABLE = "select {pattern!r} matched no table of this project."
+NAME_THE_TABLES = "Name the tables: model, relation or select is required."
+BAD_RELATION = (
+    "relation {text!r} is not accepted: use table, schema.table or catalog.schema.table "
+    "(letters, digits and '_')."
+)
+BAD_TAG_NAME = (
+    "Tag name {value!r} is not accepted: use 1-255 letters, digits, '_', '.' or '-', starting "
+    "with a letter or digit (no quotes or spaces)."
+)
+TAG_NOT_ICEBERG = "Cannot tag {table}: it is not an Iceberg table."
+TAG_EXISTS = (
+    "Cannot tag {table} {name!r}: it already has a {kind} of that name. Nothing was tagged."
+)
+TAG_EMPTY_TABLE = "Cannot tag {table}: it has no snapshot yet. Nothing was tagged."
+RESTORE_NOT_ICEBERG = "Cannot restore {table}: it is not an Iceberg table."
+RESTORE_TO_CURRENT = (
+    "Cannot restore {table} to {point}: that is snapshot {snapshot}, already its current state."
+)
+RESTORE_FILES_MISSING = (
+    "Refusing to restore {table} to snapshot {snapshot}: {missing} of its {files} files no "
+    "longer exist (expired or deleted):\n{listed}"
+)
+
+# -- branch runs (wap.py) ------------------------------------------------------------------------
+
+BAD_BRANCH_NAME = (
+    "{var} {value!r} is not accepted: use 1-63 lowercase letters, digits or '_', starting with "
+    "a letter (and not 'main')."
+)
+UNBRANCHABLE_RESOURCE = (
+    "{kind} {node} cannot be built in a {var} run (it would write main): exclude it, e.g. "
+    "--exclude resource_type:{kind}."
+)
+UNBRANCHABLE_CDF = (
+    "CDF model {node} cannot be built in a {var} run: its watermark is a table property, which "
+    "a branch does not have. Exclude it from the branch run."
+)
+PINS_WITH_BRANCH = (
+    "pin_snapshot and wap_branch cannot be combined: a branch run reads the branch heads of the "
+    "tables it builds."
+)
+NO_SUCH_BRANCH = "No table of this project has a branch named {branch!r}: nothing to publish."
+PUBLISH_REFUSED = (
+    "Not publishing branch {branch!r}; nothing was changed:\n{listed}\nRe-run the branch build "
+    "and its tests (dbt build --vars '{{{var}: {branch}}}')."
+)
+NO_TEST_RESULTS = (
+    "Not publishing branch {branch!r}: no test results at {path} ({reason}). Run dbt build "
+    "--vars '{{{var}: {branch}}}' (or dbt test with it) first."
+)
+RESULTS_OF_ANOTHER_RUN = (
+    "Not publishing branch {branch!r}: the last dbt command ({command}, {var}={ran_on!r}) was "
+    "not a dbt test or dbt build of this branch."
+)
+TESTS_NOT_PASSED = "Not publishing branch {branch!r}; nothing was changed: {why}."
+
+# -- pinned runs (pins/) -------------------------------------------------------------------------
+
+PIN_NAMES_UNKNOWN = (
+    "{origin} names '{name}', which is no source, model or relation of this project (inputs of "
+    "this run: {inputs})."
+)
+PIN_PROBLEMS = "{count} pin problem(s) for {total} input(s); nothing was built:\n  - {listed}"
+PIN_ON_VIEW = (
+    "{table} is a view and has no snapshots to pin ({point}). Build it in this run over pinned "
+    "inputs (e.g. dbt run -s +<model>)."
+)
+PIN_UNREADABLE = "Cannot pin {table} for this run: {reason}"
+BAD_SCHEMA_MODE = "{where}: {mode!r} is not a schema mode; accepted: {accepted}."
+NO_PINS_FILE = "{where}: no such file {path}."
+PINS_FILE_UNREADABLE = "{where}: {path} is not a readable JSON pins file: {reason}."
+NOT_A_PINS_FILE = (
+    "{where}: {path} is not an icetime pins file (expected a JSON object with "
+    '"icetime_pins_version": {version} and "inputs": {{table: {{"snapshot_id": …}}}}, as '
+    "written to target/{file} by a dbt run)."
+)
+PROTECTED_VIEW = "it is a view, and a replay would freeze it at the pinned snapshots"
+PROTECTED_NEWER = "it was last written at {written}, after its newest pinned input ({newest})"

@@ -6,12 +6,12 @@ values instead of on the adapter class, which keeps ``impl.py`` a thin list of d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.icetime.metadata import MetadataReader
-from dbt.adapters.icetime.metadata.readers import FileAccess
+from dbt.adapters.icetime.metadata import FileAccess, MetadataReader
 
 Rows = Sequence[Sequence[Any]]
 
@@ -37,3 +37,17 @@ class Services:
     cli_vars: Mapping[str, Any]
     project_vars: Mapping[str, Any]
     invocation_id: str
+
+
+def project_root(config: Any) -> str:
+    """The dbt project's directory (where ``.icetime/`` and ``target/`` live by default)."""
+    root = getattr(config, "project_root", None)
+    if root:
+        return str(root)
+    try:
+        from dbt.flags import get_flags
+
+        project_dir = getattr(get_flags(), "PROJECT_DIR", None)  # type: ignore[no-untyped-call]
+    except Exception:  # flags are not set outside a dbt command
+        project_dir = None
+    return str(project_dir or os.getcwd())

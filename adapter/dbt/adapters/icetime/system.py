@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -28,3 +30,19 @@ def ensure_table(execute: Callable[[str], object], table: TableName, columns: st
         f"create table if not exists {table.sql()} ({columns}) using iceberg "
         "tblproperties ('format-version'='2')"
     )
+
+
+def retry_transient(action: Callable[[], None], attempts: int = 4, pause_s: float = 0.2) -> None:
+    """Run an idempotent catalog change, again when a concurrent writer won the race.
+
+    Only transient failures (a lost commit race, a busy catalog) are retried, three times at
+    most, after 0.2, 0.4 and 0.8 s; a refusal or any other error is raised at once.
+    """
+    for attempt in range(attempts):
+        try:
+            action()
+            return
+        except Exception as exc:
+            if attempt == attempts - 1 or not errors.is_transient(exc):
+                raise
+            time.sleep(pause_s * 2**attempt)

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
+from dbt.adapters.icetime import args, errors, system
+from dbt.adapters.icetime.metadata import MAIN_BRANCH, RefKind, TableMetadata, TableName
+from dbt.adapters.icetime.services import Services
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 VAR = "wap_branch"
@@ -35,14 +36,16 @@ PASSED = ("pass", "success")
 
 
 def branch_name(value: Any) -> str:
-    from dbt.adapters.icetime.clones.spec import ENV_NAME
+    name = args.lower_name(value)
+    if name is None or name == MAIN_BRANCH:
+        raise errors.ConfigurationError(errors.BAD_BRANCH_NAME.format(var=VAR, value=value))
+    return name
 
-    if not isinstance(value, str) or not ENV_NAME.fullmatch(value) or value == "main":
-        raise errors.ConfigurationError(
-            f"{VAR} {value!r} is not accepted: use 1-63 lowercase letters, digits or '_', "
-            "starting with a letter (and not 'main')."
-        )
-    return value
+
+def run_branch(cli_vars: Mapping[str, Any]) -> str | None:
+    """The branch this run writes into and reads from (``--vars '{wap_branch: b}'``)."""
+    value = cli_vars.get(VAR)
+    return None if value is None else branch_name(value)
 
 
 def refuse_unbranchable(
@@ -51,23 +54,44 @@ def refuse_unbranchable(
     """What a WAP run cannot build without touching main."""
     if resource_type in ("seed", "snapshot"):
         raise errors.ConfigurationError(
-            f"{resource_type} {node_name} cannot be built in a {VAR} run (it would write main): "
-            f"exclude it, e.g. --exclude resource_type:{resource_type}."
+            errors.UNBRANCHABLE_RESOURCE.format(kind=resource_type, node=node_name, var=VAR)
         )
     if materialized == "incremental" and strategy == "cdf":
-        raise errors.ConfigurationError(
-            f"CDF model {node_name} cannot be built in a {VAR} run: its watermark is a table "
-            "property, which a branch does not have. Exclude it from the branch run."
-        )
+        raise errors.ConfigurationError(errors.UNBRANCHABLE_CDF.format(node=node_name, var=VAR))
 
 
 class Branches:
-    def __init__(
-        self, reader: MetadataReader, execute: Callable[[str], object], catalog: str | None
-    ) -> None:
-        self.reader = reader
-        self.execute = execute
-        self.catalog = catalog
+    def __init__(self, services: Services) -> None:
+        self.reader = services.reader
+        self.execute = services.execute
+        self.catalog = services.catalog
+        self.project_root = services.project_root
+
+    # -- a branch run's models ----------------------------------------------------------------
+
+    def before_model(self, node: Any, branch: str) -> TableName | None:
+        """Route this model's writes into ``branch``; the table it writes, if it is one.
+
+        dbt-spark then takes its "table exists" path for that table (the caller marks it
+        cached): it writes, never a create-or-replace.
+        """
+        materialized = getattr(node.config, "materialized", None)
+        refuse_unbranchable(
+            node.name,
+            str(getattr(node, "resource_type", "")),
+            materialized,
+            node.config.get("incremental_strategy"),
+        )
+        target = None
+        if materialized in BRANCHED:
+            target = TableName.from_node(node)
+            self.prepare(target, branch, getattr(node, "compiled_code", None) or "")
+        self.execute(f"set {SESSION_SETTING} = {branch}")
+        return target
+
+    def after_model(self) -> None:
+        # One Spark session serves the process: leave no branch behind for later commands.
+        self.execute(f"reset {SESSION_SETTING}")
 
     def prepare(self, table: TableName, branch: str, compiled_sql: str) -> None:
         """Make ``table`` ready for this run's write into ``branch`` (main gets no data)."""
@@ -100,7 +124,20 @@ class Branches:
 
     # -- publish ------------------------------------------------------------------------------
 
-    def publish(self, branch: str, tables: Sequence[TableName], results_path: Path) -> list[str]:
+    def publish(self, branch: Any, graph: Mapping[str, Any], results: Any) -> str:
+        """Fast-forward main to ``branch`` on every table of the project, if its tests passed."""
+        name = branch_name(branch)
+        path = Path(self.project_root, str(results or "target/run_results.json"))
+        tables = [
+            TableName.from_node(node)
+            for node in graph.get("nodes", {}).values()
+            if node.get("resource_type") == "model"
+            and node.get("config", {}).get("materialized") in BRANCHED
+        ]
+        published = self._publish(name, tables, path)
+        return f"Published branch {name} to main:\n" + "\n".join(f"  {p}" for p in published)
+
+    def _publish(self, branch: str, tables: Sequence[TableName], results_path: Path) -> list[str]:
         """Fast-forward main to ``branch`` on every table that has it, or refuse them all."""
         finished_ms = check_results(branch, results_path)
         branched: list[tuple[TableName, TableMetadata, int]] = []
@@ -111,26 +148,23 @@ class Branches:
             except errors.TableNotFoundError:
                 continue
             ref = metadata.refs.get(branch)
-            if ref is None or ref.kind != "branch":
+            if ref is None or ref.kind != RefKind.BRANCH:
                 continue
             head = metadata.snapshot(ref.snapshot_id)
             if head is not None and head.timestamp_ms > finished_ms:
                 problems.append(f"{table}: written to the branch after the tests ran")
-            elif not _ancestor(metadata, metadata.current_snapshot_id, ref.snapshot_id):
+            elif not metadata.is_ancestor(metadata.current_snapshot_id, ref.snapshot_id):
                 problems.append(
                     f"{table}: main moved since the branch was made (snapshot "
                     f"{metadata.current_snapshot_id} is not an ancestor of the branch)"
                 )
             branched.append((table, metadata, ref.snapshot_id))
         if not branched:
-            raise errors.ConfigurationError(
-                f"No table of this project has a branch named {branch!r}: nothing to publish."
-            )
+            raise errors.ConfigurationError(errors.NO_SUCH_BRANCH.format(branch=branch))
         if problems:
             listed = "\n".join(f"  - {p}" for p in problems)
             raise errors.ConfigurationError(
-                f"Not publishing branch {branch!r}; nothing was changed:\n{listed}\n"
-                f"Re-run the branch build and its tests (dbt build --vars '{{{VAR}: {branch}}}')."
+                errors.PUBLISH_REFUSED.format(branch=branch, listed=listed, var=VAR)
             )
         published = []
         for table, _, head_id in branched:
@@ -152,16 +186,16 @@ def check_results(branch: str, path: Path) -> int:
         results = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise errors.ConfigurationError(
-            f"Not publishing branch {branch!r}: no test results at {path} ({exc}). Run "
-            f"dbt build --vars '{{{VAR}: {branch}}}' (or dbt test with it) first."
+            errors.NO_TEST_RESULTS.format(branch=branch, path=path, reason=exc, var=VAR)
         ) from exc
     args = results.get("args", {})
     command = args.get("which")
     ran_on = (args.get("vars") or {}).get(VAR)
     if command not in ("build", "test") or ran_on != branch:
         raise errors.ConfigurationError(
-            f"Not publishing branch {branch!r}: the last dbt command ({command}, {VAR}="
-            f"{ran_on!r}) was not a dbt test or dbt build of this branch."
+            errors.RESULTS_OF_ANOTHER_RUN.format(
+                branch=branch, command=command, var=VAR, ran_on=ran_on
+            )
         )
     entries = results.get("results", [])
     tests = [r for r in entries if str(r.get("unique_id", "")).startswith("test.")]
@@ -170,20 +204,6 @@ def check_results(branch: str, path: Path) -> int:
     ]
     if not tests or failed:
         why = "no test ran" if not tests else "not every test passed: " + ", ".join(failed)
-        raise errors.ConfigurationError(
-            f"Not publishing branch {branch!r}; nothing was changed: {why}."
-        )
+        raise errors.ConfigurationError(errors.TESTS_NOT_PASSED.format(branch=branch, why=why))
     finished = dt.datetime.fromisoformat(results["metadata"]["generated_at"].replace("Z", "+00:00"))
     return int(finished.timestamp() * 1000)
-
-
-def _ancestor(metadata: TableMetadata, ancestor: int | None, of: int) -> bool:
-    if ancestor is None:
-        return True
-    current: int | None = of
-    while current is not None:
-        if current == ancestor:
-            return True
-        snapshot = metadata.snapshot(current)
-        current = snapshot.parent_id if snapshot is not None else None
-    return False

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.cdf.runs import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
 
 CDF_MODES = (MERGE, APPEND_MODE)
@@ -56,14 +56,10 @@ def cdf_config(model: Mapping[str, Any], caller: str) -> CdfConfig:
 
 
 def _names(value: Any, key: str, node_id: str) -> tuple[str, ...]:
-    if value is None or value == []:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not all(
-        isinstance(i, str) and i.strip() for i in items
-    ):
+    names = args.column_names(value)
+    if names is None:
         raise _bad(node_id, key, value, "a column name or a list of column names")
-    return tuple(i.strip() for i in items)
+    return names
 
 
 def _bad(node_id: str, key: str, value: Any, accepted: str) -> errors.ConfigurationError:

@@ -16,12 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbt.adapters.icetime.metadata.model import (
-    ADDED_DELETE_FILES,
-    REMOVED_DELETE_FILES,
-    Snapshot,
-    TableMetadata,
-)
+from dbt.adapters.icetime.metadata.model import Operation, Snapshot, TableMetadata
 
 APPEND = "append"
 COMPACTION = "compaction"
@@ -105,15 +100,12 @@ def plan_range(
         # Even when its child still names it as parent, a diff needs the watermark's files.
         return gap(_not_reached(metadata, watermark, to_snapshot))
     chain: list[Snapshot] = []
-    current: int | None = to_snapshot
-    while current != watermark.snapshot_id:
-        if current is None:
-            return gap(_not_reached(metadata, watermark, to_snapshot))
-        snapshot = metadata.snapshot(current)
-        if snapshot is None:
-            return gap(_not_reached(metadata, watermark, to_snapshot))
+    for snapshot in metadata.ancestors(to_snapshot):
+        if snapshot.snapshot_id == watermark.snapshot_id:
+            break
         chain.append(snapshot)
-        current = snapshot.parent_id
+    else:
+        return gap(_not_reached(metadata, watermark, to_snapshot))
     commits = tuple(
         Commit(
             ordinal=i,
@@ -137,13 +129,9 @@ def full_range(metadata: TableMetadata, to_snapshot: int | None) -> ChangeRange:
 
 
 def classify(snapshot: Snapshot) -> str:
-    operation = snapshot.operation
-    if operation == "replace":
+    if snapshot.is_compaction:
         return COMPACTION
-    delete_files = int(snapshot.summary.get(ADDED_DELETE_FILES, "0") or 0) + int(
-        snapshot.summary.get(REMOVED_DELETE_FILES, "0") or 0
-    )
-    if operation == "append" and delete_files == 0:
+    if snapshot.operation == Operation.APPEND and snapshot.delete_files_changed == 0:
         return APPEND
     return DIFF
 

@@ -27,9 +27,9 @@ from typing import Any, Protocol
 from dbt.adapters.icetime import system
 from dbt.adapters.icetime.cdf.changes import CommitReads
 from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, ChangeRange, Commit
+from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import TOTAL_DELETE_FILES, Schema, TableMetadata
-from dbt.adapters.icetime.metadata.readers import TableName
-from dbt.adapters.icetime.pins.schema_mode import field_projection
+from dbt.adapters.icetime.metadata.projection import field_projection
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 

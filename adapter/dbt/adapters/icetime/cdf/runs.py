@@ -26,8 +26,8 @@ from dbt.adapters.icetime.cdf.plan import (
 )
 from dbt.adapters.icetime.cdf.reads import Reads, output_schema, snapshot_read
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
+from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import TableMetadata
-from dbt.adapters.icetime.metadata.readers import TableName
 from dbt.adapters.icetime.sql import quote_identifier
 
 logger = AdapterLogger("icetime")
@@ -63,7 +63,7 @@ class CdfRun:
     on_history_gap: str
     target_metadata: TableMetadata | None
     full_refresh: bool
-    execute: Callable[[str], None]
+    execute: Callable[[str], object]
     make_reads: Callable[[Upstream], Reads]
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     full_reason: str | None = None
@@ -154,7 +154,7 @@ class CdfRun:
             reader = self._reads_for(upstream)
             reads = reader.commit_reads(change_range)
             logger.info(
-                f"icetime: changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
+                f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
                 f"{len(change_range.commits)} commit(s); reading {reader.describe()}"
             )
             if reads:

@@ -11,14 +11,16 @@ old watermark idempotently (see ``docs/flow/cdf.md``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.plan import Watermark
+from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.properties import CDF_STATE
+from dbt.adapters.icetime.sql import sql_literal
 
-STATE_PROPERTY = "icetime.cdf.state"
 STATE_VERSION = 1
 
 
@@ -45,7 +47,7 @@ class CdfState:
 
 def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
     """The state recorded on a target, None if there is none; a damaged one is an error."""
-    raw = properties.get(STATE_PROPERTY)
+    raw = properties.get(CDF_STATE)
     if raw is None:
         return None
     try:
@@ -62,6 +64,18 @@ def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise errors.ConfigurationError(
-            f"The CDF state of {table} (table property '{STATE_PROPERTY}') cannot be read: "
-            f"{exc}. Rebuild the model with --full-refresh to start a new watermark."
+            errors.CDF_STATE_UNREADABLE.format(table=table, key=CDF_STATE, reason=exc)
         ) from exc
+
+
+def write_state(execute: Callable[[str], object], table: TableName, state: CdfState) -> None:
+    """Record the watermarks on the target (a metadata-only commit)."""
+    execute(
+        f"alter table {table.sql()} set tblproperties "
+        f"({sql_literal(CDF_STATE)} = {sql_literal(state.dumps())})"
+    )
+
+
+def forget_state(execute: Callable[[str], object], table: TableName) -> None:
+    """Remove the watermarks: a rebuild killed before it commits rebuilds again, never resumes."""
+    execute(f"alter table {table.sql()} unset tblproperties if exists ({sql_literal(CDF_STATE)})")

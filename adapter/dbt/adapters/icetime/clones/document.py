@@ -15,16 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# Properties that would send the clone's writes into the source's directories, and state that
-# describes the source's own history rather than the clone's.
-DROPPED_PROPERTIES = (
+from dbt.adapters.icetime import properties as icetime_properties
+
+# Iceberg properties that would send the clone's writes into the source's directories.
+WRITE_PATHS = (
     "write.data.path",
     "write.metadata.path",
     "write.object-storage.path",
     "write.folder-storage.path",
-    "icetime.cdf.state",
 )
-CLONE_PROPERTY_PREFIX = "icetime.clone."
 NO_SNAPSHOT = -1
 
 
@@ -44,7 +43,7 @@ def clone_document(
     kept = {
         key: value
         for key, value in dict(source.get("properties") or {}).items()
-        if key not in DROPPED_PROPERTIES and not key.startswith(CLONE_PROPERTY_PREFIX)
+        if key not in WRITE_PATHS and icetime_properties.inherited(key)
     }
     kept.update(properties)
     kept["gc.enabled"] = "false"

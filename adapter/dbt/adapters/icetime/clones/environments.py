@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest, parse_name
-from dbt.adapters.icetime.clones.spec import Lifetime, env_schema
+from dbt.adapters.icetime.args import Duration
+from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest
+from dbt.adapters.icetime.clones.spec import env_schema
 from dbt.adapters.icetime.metadata import TableName
-from dbt.adapters.icetime.pins.spec import Point, format_ms
+from dbt.adapters.icetime.metadata.points import Point, format_ms
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 RECORDS_TABLE = "environments"
@@ -133,7 +133,7 @@ class Records:
                 if rows and int(rows[0][0]) > 0:
                     raise
 
-        idempotent(delete)
+        system.retry_transient(delete)
 
 
 class Environments:
@@ -159,7 +159,7 @@ class Environments:
     def create(
         self,
         env: str,
-        lifetime: Lifetime,
+        lifetime: Duration,
         owner: str,
         objects: Sequence[SourceObject],
         at: Point | None,
@@ -168,9 +168,7 @@ class Environments:
     ) -> list[Member]:
         """Clone every table and recreate every view of ``objects`` into the environment."""
         if not objects:
-            raise errors.ConfigurationError(
-                f"Environment {env!r}: the selection matched no table or view to clone."
-            )
+            raise errors.ConfigurationError(errors.ENV_SELECTION_EMPTY.format(env=env))
         self._refuse_existing(env, objects, replace)
         created: list[Member] = []
         schemas = sorted({env_schema(o.name.namespace, env) for o in objects})
@@ -206,11 +204,7 @@ class Environments:
                 if recorded
                 else f"schema(s) {', '.join(occupied)} already hold tables or views"
             )
-            raise errors.ConfigurationError(
-                f"Environment {env!r} already exists ({where}). Pass replace: true to rebuild it, "
-                "or drop it first with dbt run-operation icetime.drop_expired_environments "
-                f"--args '{{env: {env}, ignore_ttl: true, dry_run: false}}'."
-            )
+            raise errors.ConfigurationError(errors.ENV_EXISTS.format(env=env, where=where))
         outcome = self.drop(recorded)
         if outcome.failed:
             raise errors.IcetimeError(failures_message(outcome.failed))
@@ -224,13 +218,13 @@ class Environments:
         env: str,
         owner: str,
         created: list[Member],
-        lifetime: Lifetime,
+        lifetime: Duration,
         origin: str,
     ) -> None:
         """Views in dependency order (retrying those whose inputs do not exist yet), each
         appended to ``created`` as soon as it exists."""
         schemas = {o.name.namespace for o in views} | {
-            parse_name(m.source).namespace for m in created
+            TableName.parse(m.source).namespace for m in created
         }
         pending = {str(v.name): v for v in views}
         texts = {
@@ -254,15 +248,13 @@ class Environments:
                 created.append(member)
             if failures and len(failures) == len(pending):
                 listed = "; ".join(f"{k}: {v}" for k, v in failures.items())
-                raise errors.IcetimeError(
-                    f"Environment {env!r}: could not recreate view(s) against the clones: {listed}"
-                )
+                raise errors.IcetimeError(errors.ENV_VIEWS_FAILED.format(env=env, listed=listed))
 
     def _roll_back(self, created: Sequence[Member], schemas: Sequence[str]) -> None:
         # Best effort: the error that made us roll back is the one to report.
         for member in reversed(created):
             with contextlib.suppress(Exception):
-                self._drop_object(parse_name(member.clone), member.kind)
+                self._drop_object(TableName.parse(member.clone), member.kind)
         for schema in schemas:
             with contextlib.suppress(Exception):
                 self._drop_schema_if_empty(schema)
@@ -278,8 +270,7 @@ class Environments:
         if env is not None and env not in names:
             known = ", ".join(names) or "none"
             raise errors.ConfigurationError(
-                f"Environment {env!r} does not exist: {self.records.name} has no record of it. "
-                f"Recorded environments: {known}."
+                errors.ENV_UNKNOWN.format(env=env, records=self.records.name, known=known)
             )
         chosen = [
             m
@@ -308,19 +299,19 @@ class Environments:
 
     def _drop_member(self, member: Member) -> None:
         try:
-            idempotent(lambda: self._drop_member_once(member))
+            system.retry_transient(lambda: self._drop_member_once(member))
         except Exception:
             # Another janitor may have dropped it under us (its metadata file vanished
             # mid-read, or our drop lost a race): gone from the catalog means done.
             if member.kind == TABLE:
                 try:
-                    self.cloner.clone_of(parse_name(member.clone))
+                    self.cloner.clone_of(TableName.parse(member.clone))
                 except errors.TableNotFoundError:
                     return
             raise
 
     def _drop_member_once(self, member: Member) -> None:
-        name = parse_name(member.clone)
+        name = TableName.parse(member.clone)
         if member.kind == TABLE:
             try:
                 clone = self.cloner.clone_of(name)
@@ -328,8 +319,7 @@ class Environments:
                 return  # already gone (another janitor, or dropped by hand)
             if clone is None or clone.env != member.env:
                 raise errors.IcetimeError(
-                    f"{name} is recorded in environment {member.env!r} but is not its clone "
-                    "(its table properties say otherwise); left in place."
+                    errors.NOT_THE_RECORDED_CLONE.format(name=name, env=member.env)
                 )
         self._drop_object(name, member.kind)
 
@@ -340,7 +330,7 @@ class Environments:
             self.cloner.drop_table(name)
 
     def _drop_empty_schemas(self, env: str, members: Sequence[Member]) -> None:
-        for schema in sorted({parse_name(m.clone).namespace for m in members}):
+        for schema in sorted({TableName.parse(m.clone).namespace for m in members}):
             self._drop_schema_if_empty(schema)
 
     def _drop_schema_if_empty(self, schema: str) -> None:
@@ -350,7 +340,7 @@ class Environments:
     # -- helpers --------------------------------------------------------------------------------
 
     def _target(self, source: TableName, env: str) -> TableName:
-        return TableName(source.catalog, env_schema(source.namespace, env), source.name)
+        return source.in_namespace(env_schema(source.namespace, env))
 
     def _namespace_sql(self, namespace: str) -> str:
         return ".".join(quote_identifier(p) for p in (self.catalog, namespace) if p)
@@ -391,21 +381,9 @@ def one_janitor_at_a_time(sqlite_path: str | None) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def idempotent(action: Callable[[], None], attempts: int = 4, pause_s: float = 0.5) -> None:
-    """Run an idempotent catalog change, retrying when a concurrent writer won the race."""
-    for attempt in range(attempts):
-        try:
-            action()
-            return
-        except Exception:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(pause_s * 2**attempt)
-
-
 def failures_message(failed: Sequence[tuple[Member, str]]) -> str:
     listed = "\n".join(f"  - {m.clone} (environment {m.env}): {why}" for m, why in failed)
-    return f"{len(failed)} object(s) could not be dropped (the rest were):\n{listed}"
+    return errors.DROP_FAILURES.format(count=len(failed), listed=listed)
 
 
 IDENTIFIER = r"`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*"

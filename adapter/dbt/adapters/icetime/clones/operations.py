@@ -8,13 +8,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.clones import environments as envs
 from dbt.adapters.icetime.clones import report, selection, spec
 from dbt.adapters.icetime.clones.environments import Environments, Records, SourceObject
 from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.metadata import TableName
-from dbt.adapters.icetime.pins.spec import format_ms, parse_point
+from dbt.adapters.icetime.metadata.points import format_ms, parse_point
 from dbt.adapters.icetime.services import Services
 
 # Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
@@ -40,7 +40,9 @@ class CloneOperations:
         text = str(rows[0][0]) if rows else ""
         _, found, query = text.partition("\nAS\n")
         if not found:
-            raise errors.MetadataError(f"Could not read the SQL of view {name}: {text[:200]!r}")
+            raise errors.MetadataError(
+                errors.VIEW_SQL_UNREADABLE.format(name=name, text=text[:200])
+            )
         return query.strip()
 
     def owner(self, value: Any) -> str:
@@ -64,15 +66,13 @@ class CloneOperations:
         replace: Any,
     ) -> str:
         name = spec.env_name(env)
-        lifetime = spec.lifetime(ttl)
+        lifetime = args.ttl(ttl)
         who = self.owner(owner)
         point = parse_point(at, "at") if at is not None else None
-        rebuild = spec.flag(replace, "replace")
+        rebuild = args.flag(replace, "replace")
         if (from_schema is None) == (state is None):
             raise errors.ConfigurationError(
-                "icetime.create_environment needs exactly one of from_schema (a schema name or "
-                "a list of them) or state (a dbt target directory); got "
-                f"from_schema={from_schema!r}, state={state!r}."
+                errors.ENV_NEEDS_ONE_SOURCE.format(from_schema=from_schema, state=state)
             )
         if state is not None:
             objects = selection.from_manifest(
@@ -80,14 +80,12 @@ class CloneOperations:
             )
         else:
             objects = []
-            for schema in selection.names(from_schema, "from_schema"):
+            for schema in args.names(from_schema, "from_schema"):
                 found = self.list_schema(schema)
                 if not found:
-                    raise errors.ConfigurationError(
-                        f"from_schema: schema {schema!r} does not exist or holds no table or view."
-                    )
+                    raise errors.ConfigurationError(errors.SCHEMA_EMPTY.format(schema=schema))
                 objects.extend(found)
-        chosen = selection.select(objects, selection.names(select, "select"))
+        chosen = selection.select(objects, args.names(select, "select"))
         started = time.monotonic()
         members = self.environments.create(name, lifetime, who, chosen, point, rebuild)
         tables = sum(1 for m in members if m.kind == envs.TABLE)
@@ -99,8 +97,8 @@ class CloneOperations:
 
     def drop_expired_environments(self, env: Any, dry_run: Any, ignore_ttl: Any) -> str:
         name = spec.env_name(env) if env is not None else None
-        dry = spec.flag(dry_run, "dry_run")
-        everything = spec.flag(ignore_ttl, "ignore_ttl")
+        dry = args.flag(dry_run, "dry_run")
+        everything = args.flag(ignore_ttl, "ignore_ttl")
         with envs.one_janitor_at_a_time(self.services.sqlite_path):
             return self._janitor(name, dry, everything)
 
@@ -128,15 +126,20 @@ class CloneOperations:
         name = spec.env_name(env) if env is not None else None
         members = self.environments.records.read(name)
         if name is not None and not members:
-            raise errors.ConfigurationError(
-                f"Environment {name!r} does not exist: no record of it."
-            )
+            raise errors.ConfigurationError(errors.ENV_NOT_RECORDED.format(env=name))
         sizes = report.Sizes(self.services.reader, self.services.files)
         now = int(time.time() * 1000)
         return [sizes.line(m, now) for m in members]
 
-    def clone_for_dbt(self, source: TableName, target: TableName) -> str:
-        """`dbt clone`: a zero-copy clone of ``source`` as ``target`` (which must not exist)."""
+    def clone_for_dbt(
+        self, source: TableName, target: TableName, replaced: str | None = None
+    ) -> str:
+        """`dbt clone`: a zero-copy clone of ``source`` as ``target``, replacing what is there
+        (``replaced``: the kind of the existing object, a view or a table)."""
+        if replaced == envs.VIEW:
+            self.services.execute(f"drop view if exists {target.sql()}")
+        elif replaced == envs.TABLE:
+            self.drop_table(target)
         cli_vars = self.services.cli_vars
         env = cli_vars.get("icetime_env") or re.sub(
             r"[^a-z0-9_]", "_", self.services.target_name.lower()
@@ -145,7 +148,7 @@ class CloneOperations:
             source,
             target,
             spec.env_name(env),
-            spec.lifetime(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL)),
+            args.ttl(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL)),
             self.owner(None),
         )
         clone = self.cloner.clone(request)

@@ -17,11 +17,10 @@ from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.clones.environments import TABLE, Member
-from dbt.adapters.icetime.clones.service import Clone, parse_name
-from dbt.adapters.icetime.metadata import MetadataReader
+from dbt.adapters.icetime.clones.service import Clone
+from dbt.adapters.icetime.metadata import FileAccess, MetadataReader, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
-from dbt.adapters.icetime.metadata.readers import FileAccess
-from dbt.adapters.icetime.pins.spec import format_ms
+from dbt.adapters.icetime.metadata.points import format_ms
 
 COLUMNS = (
     "env",
@@ -73,10 +72,10 @@ class Sizes:
         if member.kind != TABLE:
             return Line(member, expired, None, None, None)
         try:
-            metadata = self.reader.table(parse_name(member.clone))
+            metadata = self.reader.table(TableName.parse(member.clone))
         except errors.TableNotFoundError:
             return Line(member, expired, None, None, None)
-        clone = Clone.of(parse_name(member.clone), metadata)
+        clone = Clone.of(TableName.parse(member.clone), metadata)
         location = (clone.location if clone else metadata.location).rstrip("/") + "/"
         current = self.files.of(metadata, metadata.current_snapshot_id)
         shared = sum(size for path, size in current.items() if not path.startswith(location))

@@ -6,28 +6,12 @@ import fnmatch
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.metadata import TableName
 
 RESOURCE_TYPES = ("model", "seed", "snapshot")
-
-
-def names(value: Any, argument: str) -> list[str]:
-    """A list of names from a string ("a b", "a,b") or a list; validated as plain text."""
-    if value is None:
-        return []
-    items = value.replace(",", " ").split() if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not all(
-        isinstance(i, str) and i.strip() for i in items
-    ):
-        raise errors.ConfigurationError(
-            f"Argument {argument}={value!r} is not accepted: give a name, a list of names, "
-            "or a space- or comma-separated string of names."
-        )
-    return [i.strip() for i in items]
 
 
 def from_manifest(state: str, project_root: str, catalog: str | None) -> list[SourceObject]:
@@ -39,17 +23,14 @@ def from_manifest(state: str, project_root: str, catalog: str | None) -> list[So
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise errors.ConfigurationError(
-            f"state={state!r}: could not read a dbt manifest at {path}: {exc}. Pass the "
-            "directory of a production run's target/ (the one holding manifest.json)."
+            errors.BAD_STATE_MANIFEST.format(state=state, path=path, reason=exc)
         ) from exc
     found = []
     for node in manifest.get("nodes", {}).values():
         materialized = node.get("config", {}).get("materialized")
         if node.get("resource_type") not in RESOURCE_TYPES or materialized == "ephemeral":
             continue
-        name = TableName(
-            node.get("database") or catalog, node["schema"], node.get("alias") or node["name"]
-        )
+        name = TableName.from_node(node, catalog)
         found.append((node["name"], SourceObject(name, VIEW if materialized == "view" else TABLE)))
     return [obj for _, obj in sorted(found, key=lambda f: str(f[1].name))]
 
@@ -65,7 +46,8 @@ def select(objects: Sequence[SourceObject], patterns: Sequence[str]) -> list[Sou
     if unmatched:
         available = ", ".join(sorted(o.name.name for o in objects)) or "none"
         raise errors.ConfigurationError(
-            f"select: {', '.join(repr(p) for p in unmatched)} matched no table or view. "
-            f"Available: {available}."
+            errors.SELECT_MATCHED_NOTHING.format(
+                patterns=", ".join(repr(p) for p in unmatched), available=available
+            )
         )
     return chosen

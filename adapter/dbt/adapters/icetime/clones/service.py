@@ -23,26 +23,23 @@ from dataclasses import dataclass
 
 import orjson
 
-from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.clones.document import CLONE_PROPERTY_PREFIX, clone_document
-from dbt.adapters.icetime.clones.spec import Lifetime
-from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
+from dbt.adapters.icetime import errors, properties, system
+from dbt.adapters.icetime.args import Duration
+from dbt.adapters.icetime.clones.document import clone_document
+from dbt.adapters.icetime.metadata import (
+    FileAccess,
+    MetadataReader,
+    RefKind,
+    TableMetadata,
+    TableName,
+)
 from dbt.adapters.icetime.metadata.parse import parse_metadata
-from dbt.adapters.icetime.metadata.readers import FileAccess
-from dbt.adapters.icetime.pins.resolve import resolve
-from dbt.adapters.icetime.pins.spec import Point, format_ms
+from dbt.adapters.icetime.metadata.points import Point, format_ms
+from dbt.adapters.icetime.metadata.resolve import resolve
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
+# The protective tag a clone puts on its source: icetime_clone:<clone schema>.<clone table>.
 TAG_PREFIX = "icetime_clone:"
-SOURCE = CLONE_PROPERTY_PREFIX + "source"
-SOURCE_UUID = CLONE_PROPERTY_PREFIX + "source_uuid"
-SOURCE_SNAPSHOT = CLONE_PROPERTY_PREFIX + "source_snapshot_id"
-CREATED_AT = CLONE_PROPERTY_PREFIX + "created_at"
-EXPIRES_AT = CLONE_PROPERTY_PREFIX + "expires_at"
-ENVIRONMENT = CLONE_PROPERTY_PREFIX + "environment"
-OWNER = CLONE_PROPERTY_PREFIX + "owner"
-TAG = CLONE_PROPERTY_PREFIX + "tag"
-LOCATION = CLONE_PROPERTY_PREFIX + "location"
 # Name parts a clone's tag and properties can carry unambiguously.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 MINUTE_MS = 60_000
@@ -53,7 +50,7 @@ class CloneRequest:
     source: TableName
     target: TableName
     env: str
-    lifetime: Lifetime
+    lifetime: Duration
     owner: str
     at: Point | None = None
 
@@ -77,20 +74,20 @@ class Clone:
     def of(cls, name: TableName, metadata: TableMetadata) -> Clone | None:
         """The clone ``metadata`` describes, or None when the table is not an icetime clone."""
         props = metadata.properties
-        if LOCATION not in props:
+        if properties.CLONE_LOCATION not in props:
             return None
-        snapshot = props.get(SOURCE_SNAPSHOT)
+        snapshot = props.get(properties.CLONE_SOURCE_SNAPSHOT)
         return cls(
             name=name,
-            source=parse_name(props[SOURCE]),
-            source_uuid=props[SOURCE_UUID],
+            source=TableName.parse(props[properties.CLONE_SOURCE]),
+            source_uuid=props[properties.CLONE_SOURCE_UUID],
             snapshot_id=int(snapshot) if snapshot else None,
-            created_ms=int(props[CREATED_AT]),
-            expires_ms=int(props[EXPIRES_AT]),
-            env=props[ENVIRONMENT],
-            owner=props[OWNER],
-            tag=props.get(TAG) or None,
-            location=props[LOCATION],
+            created_ms=int(props[properties.CLONE_CREATED_AT]),
+            expires_ms=int(props[properties.CLONE_EXPIRES_AT]),
+            env=props[properties.CLONE_ENVIRONMENT],
+            owner=props[properties.CLONE_OWNER],
+            tag=props.get(properties.CLONE_TAG) or None,
+            location=props[properties.CLONE_LOCATION],
         )
 
     def expired(self, now_ms: int) -> bool:
@@ -98,15 +95,17 @@ class Clone:
 
     def properties(self) -> dict[str, str]:
         return {
-            SOURCE: str(self.source),
-            SOURCE_UUID: self.source_uuid,
-            SOURCE_SNAPSHOT: "" if self.snapshot_id is None else str(self.snapshot_id),
-            CREATED_AT: str(self.created_ms),
-            EXPIRES_AT: str(self.expires_ms),
-            ENVIRONMENT: self.env,
-            OWNER: self.owner,
-            TAG: self.tag or "",
-            LOCATION: self.location,
+            properties.CLONE_SOURCE: str(self.source),
+            properties.CLONE_SOURCE_UUID: self.source_uuid,
+            properties.CLONE_SOURCE_SNAPSHOT: (
+                "" if self.snapshot_id is None else str(self.snapshot_id)
+            ),
+            properties.CLONE_CREATED_AT: str(self.created_ms),
+            properties.CLONE_EXPIRES_AT: str(self.expires_ms),
+            properties.CLONE_ENVIRONMENT: self.env,
+            properties.CLONE_OWNER: self.owner,
+            properties.CLONE_TAG: self.tag or "",
+            properties.CLONE_LOCATION: self.location,
         }
 
 
@@ -114,18 +113,8 @@ def check_plain(name: TableName, role: str) -> None:
     for part in (name.catalog or "x", name.namespace, name.name):
         if not PLAIN_NAME.fullmatch(part):
             raise errors.ConfigurationError(
-                f"Cannot clone {role} {name}: icetime clones tables whose catalog, schema and "
-                f"table names are letters, digits and '_' only; {part!r} is not."
+                errors.CLONE_NAME_NOT_PLAIN.format(role=role, name=name, part=part)
             )
-
-
-def parse_name(text: str) -> TableName:
-    parts = text.split(".")
-    if len(parts) == 2:
-        return TableName(None, parts[0], parts[1])
-    if len(parts) == 3:
-        return TableName(parts[0], parts[1], parts[2])
-    raise errors.MetadataError(f"{text!r} is not a table name icetime recorded.")
 
 
 def tag_for(target: TableName) -> str:
@@ -163,17 +152,16 @@ class Cloner:
         for role, name in (("source", request.source), ("target", request.target)):
             if self.catalog and name.catalog and name.catalog != self.catalog:
                 raise errors.ConfigurationError(
-                    f"Cannot clone {role} {name}: it is not in the Iceberg catalog "
-                    f"'{self.catalog}' (catalog '{name.catalog}'). Clones are made of, and into, "
-                    "Iceberg tables of the profile's catalog."
+                    errors.CLONE_OTHER_CATALOG.format(
+                        role=role, name=name, catalog=self.catalog, other=name.catalog
+                    )
                 )
         files = self.files.file_io()
         try:
             location, raw = self.reader.document(request.source)
         except errors.TableNotFoundError as exc:
             raise errors.ConfigurationError(
-                f"Cannot clone {request.source}: it is not an Iceberg table in the catalog "
-                "(missing, a view, or another format). Clones are made of Iceberg tables."
+                errors.CLONE_SOURCE_NOT_ICEBERG.format(source=request.source)
             ) from exc
         metadata = parse_metadata(str(request.source), location, raw)
         now = self.now_ms()
@@ -245,7 +233,7 @@ class Cloner:
         metadata = self.reader.table(source)
         found = []
         for ref in metadata.refs.values():
-            if ref.kind != "tag" or not ref.name.startswith(TAG_PREFIX):
+            if ref.kind != RefKind.TAG or not ref.name.startswith(TAG_PREFIX):
                 continue
             namespace, _, table = ref.name[len(TAG_PREFIX) :].partition(".")
             name = TableName(source.catalog, namespace, table)
@@ -288,17 +276,15 @@ class Cloner:
                 for c in clones
             )
             raise errors.ConfigurationError(
-                f"Refusing to drop {name}: {len(clones)} clone(s) read its files and would "
-                f"break:\n{listed}\nDrop them first (dbt run-operation "
-                "icetime.drop_expired_environments --args '{env: <env>, ignore_ttl: true, "
-                "dry_run: false}'), or force the drop with --vars '{icetime_force_drop: true}'."
+                errors.SOURCE_HAS_CLONES.format(name=name, count=len(clones), listed=listed)
             )
 
     def _drop_clone(self, clone: Clone, metadata: TableMetadata) -> None:
         if clone.location != metadata.location or not clone.location.endswith(metadata.table_uuid):
             raise errors.MetadataError(
-                f"{clone.name} records location {clone.location} but lives at "
-                f"{metadata.location}: refusing to delete files of a location it may not own."
+                errors.CLONE_LOCATION_MISMATCH.format(
+                    name=clone.name, recorded=clone.location, actual=metadata.location
+                )
             )
         self.execute(f"drop table if exists {clone.name.sql()}")  # never PURGE: shared files
         _delete_tree(clone.location)

@@ -13,6 +13,15 @@ from dbt.adapters.icetime.sql import quote_identifier
 Fetch = Callable[[str], Sequence[Sequence[Any]]]
 
 
+@dataclass(frozen=True)
+class Sample:
+    """Some rows of one kind of difference, as a table: a header and its rows."""
+
+    label: str
+    header: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
 @dataclass
 class Diff:
     table: TableName
@@ -22,7 +31,7 @@ class Diff:
     only_in_to: int
     changed: int | None = None
     changed_columns: dict[str, int] = field(default_factory=dict)
-    samples: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
 
 
 def common_columns(metadata: TableMetadata, a: int, b: int) -> list[str]:
@@ -55,10 +64,11 @@ def diff(
         only_new = f"select * from {new} except all select * from {old}"
         result = Diff(table, a, b, _count(fetch, only_old), _count(fetch, only_new))
         if rows:
-            result.samples = {
-                "only in from": _rows(fetch, only_old, rows),
-                "only in to": _rows(fetch, only_new, rows),
-            }
+            header = tuple(columns)
+            result.samples = [
+                Sample("only in from", header, _rows(fetch, only_old, rows)),
+                Sample("only in to", header, _rows(fetch, only_new, rows)),
+            ]
         return result
     on = " and ".join(f"o.{quote_identifier(k)} <=> n.{quote_identifier(k)}" for k in keys)
     first_key = quote_identifier(keys[0])
@@ -92,22 +102,51 @@ def diff(
         {c: int(v or 0) for c, v in zip(values, row[3:], strict=True) if v},
     )
     if rows:
-        key_list = ", ".join(f"o.{quote_identifier(k)}" for k in keys)
-        result.samples = {
-            "only in from": _rows(
-                fetch, f"select o.* from {joined} where n.{first_key} is null", rows
+        header = tuple(columns)
+        result.samples = [
+            Sample(
+                "only in from",
+                header,
+                _rows(fetch, f"select o.* from {joined} where n.{first_key} is null", rows),
             ),
-            "only in to": _rows(
-                fetch, f"select n.* from {joined} where o.{first_key} is null", rows
+            Sample(
+                "only in to",
+                header,
+                _rows(fetch, f"select n.* from {joined} where o.{first_key} is null", rows),
             ),
-            "changed (key)": _rows(
-                fetch,
-                f"select {key_list} from {joined} where o.{first_key} is not null and "
-                f"n.{first_key} is not null and ({differs})",
-                rows,
-            ),
-        }
+            _changed_rows(fetch, joined, keys, values, first_key, differs, rows),
+        ]
     return result
+
+
+def _changed_rows(
+    fetch: Fetch,
+    joined: str,
+    keys: Sequence[str],
+    values: Sequence[str],
+    first_key: str,
+    differs: str,
+    limit: int,
+) -> Sample:
+    """The first changed rows: each changed column of each, with its old and new value."""
+    selected = [f"o.{quote_identifier(k)}" for k in keys]
+    for column in values:
+        selected += [f"o.{quote_identifier(column)}", f"n.{quote_identifier(column)}"]
+    found = _rows(
+        fetch,
+        f"select {', '.join(selected)} from {joined} where o.{first_key} is not null and "
+        f"n.{first_key} is not null and ({differs})",
+        limit,
+    )
+    lines = []
+    for row in found:
+        key = tuple(row[: len(keys)])
+        pairs = row[len(keys) :]
+        for i, column in enumerate(values):
+            old, new = pairs[2 * i], pairs[2 * i + 1]
+            if old != new:
+                lines.append((*key, column, old, new))
+    return Sample("changed", (*keys, "column", "from", "to"), lines)
 
 
 def _count(fetch: Fetch, query: str) -> int:
@@ -127,7 +166,21 @@ def render(result: Diff) -> str:
     if result.changed is not None:
         changed = ", ".join(f"{c} ({n})" for c, n in result.changed_columns.items()) or "none"
         lines.append(f"  changed:      {result.changed} row(s); columns changed: {changed}")
-    for label, sample in result.samples.items():
-        lines.append(f"  {label}:")
-        lines.extend(f"    {row}" for row in sample)
+    for sample in result.samples:
+        lines.append(f"  {sample.label} (first rows):")
+        lines.extend(f"    {line}" for line in _table(sample.header, sample.rows))
     return "\n".join(lines)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Rows under a header, in aligned columns; values shown as SQL would (null, not None)."""
+    if not rows:
+        return ["(none)"]
+    cells = [list(header)] + [["null" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+
+    def line(values: Sequence[str]) -> str:
+        return " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+    rule = "-+-".join("-" * w for w in widths)
+    return [line(cells[0]), rule, *(line(c) for c in cells[1:])]

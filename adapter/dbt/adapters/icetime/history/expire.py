@@ -6,10 +6,9 @@ commit time, operation, summary, manifest list) into the Iceberg table
 ``icetime_system.snapshot_history``, then expires exactly those snapshot ids. Rows older than
 ``keep_history`` are pruned.
 
-Kept, with the reason listed: the newest ``retain_last`` snapshots of main, snapshots a tag or
-branch points at (including clones' protective tags), the watermarks of CDF models reading the
-table and the commits after them, snapshots that a ``pin_snapshot`` configured in the project
-resolves to, and snapshots recorded in pins files (the project's last run's and ``keep_pins``).
+Kept, with the reason listed: the newest ``retain_last`` snapshots of main, every snapshot a tag
+or branch points at, and every snapshot something else holds (``retention.py``: clones' tags,
+CDF watermarks, configured pins, pins files).
 """
 
 from __future__ import annotations
@@ -54,12 +53,15 @@ def plan_expiry(
     """Which snapshots older than ``cutoff_ms`` expire, and which are kept and why."""
     plan = ExpiryPlan(table, metadata)
     reasons: dict[int, list[str]] = {k: list(v) for k, v in held.items()}
-    for index, snapshot_id in enumerate(_main_ancestry(metadata)):
-        if index < retain_last:
-            reasons.setdefault(snapshot_id, []).append(f"one of the last {retain_last} of main")
+    for index, snapshot in enumerate(metadata.ancestors()):
+        if index >= retain_last:
+            break
+        why = f"one of the last {retain_last} of main"
+        reasons.setdefault(snapshot.snapshot_id, []).append(why)
     for ref in metadata.refs.values():
-        why = "a clone's protective tag" if ref.name.startswith("icetime_clone:") else ref.kind
-        reasons.setdefault(ref.snapshot_id, []).append(f"{why} {ref.name!r}")
+        named = reasons.setdefault(ref.snapshot_id, [])
+        if not any(repr(ref.name) in why for why in named):
+            named.append(f"{ref.kind} {ref.name!r}")
     for snapshot in metadata.snapshots:
         if snapshot.timestamp_ms >= cutoff_ms:
             continue
@@ -68,22 +70,6 @@ def plan_expiry(
         else:
             plan.expiring.append(snapshot)
     return plan
-
-
-def since(metadata: TableMetadata, watermark: int) -> list[int]:
-    """Main's snapshots from the current one back to ``watermark`` (none if not an ancestor)."""
-    ancestry = _main_ancestry(metadata)
-    return ancestry[: ancestry.index(watermark) + 1] if watermark in ancestry else []
-
-
-def _main_ancestry(metadata: TableMetadata) -> list[int]:
-    found: list[int] = []
-    current = metadata.current_snapshot_id
-    while current is not None and current not in found:
-        found.append(current)
-        snapshot = metadata.snapshot(current)
-        current = snapshot.parent_id if snapshot is not None else None
-    return found
 
 
 class Archive:
@@ -162,10 +148,7 @@ def render(plans: Sequence[ExpiryPlan], dry_run: bool) -> str:
 
 def validate_retain_last(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise errors.ConfigurationError(
-            f"retain_last {value!r} is not accepted: use a whole number of at least 1 (the "
-            "current snapshot is always kept)."
-        )
+        raise errors.ConfigurationError(errors.BAD_RETAIN_LAST.format(value=value))
     return value
 
 

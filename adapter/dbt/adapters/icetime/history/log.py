@@ -18,7 +18,7 @@ from dbt.adapters.icetime.metadata.model import (
     Snapshot,
     TableMetadata,
 )
-from dbt.adapters.icetime.pins.spec import format_ms
+from dbt.adapters.icetime.metadata.points import format_ms
 
 COLUMNS = (
     "made_current_at",
@@ -34,11 +34,6 @@ COLUMNS = (
     "writer",
     "note",
 )
-COMPACTION = "replace"
-
-
-def _count(summary: Mapping[str, str], *keys: str) -> int:
-    return sum(int(summary.get(key, 0) or 0) for key in keys)
 
 
 @dataclass(frozen=True)
@@ -48,7 +43,8 @@ class Entry:
     note: str
 
     def values(self) -> tuple[Any, ...]:
-        s = self.snapshot.summary
+        snapshot = self.snapshot
+        s = snapshot.summary
         writer = " ".join(p for p in (s.get("engine-name"), s.get("engine-version")) if p)
         if s.get("app-id"):
             writer += f" (app {s['app-id']})"
@@ -57,12 +53,12 @@ class Entry:
             self.snapshot.snapshot_id,
             self.snapshot.parent_id,
             self.snapshot.operation,
-            _count(s, ADDED_RECORDS),
-            _count(s, DELETED_RECORDS),
-            _count(s, ADDED_DATA_FILES, ADDED_DELETE_FILES),
-            _count(s, DELETED_DATA_FILES, REMOVED_DELETE_FILES),
-            _count(s, ADDED_FILE_SIZE),
-            _count(s, REMOVED_FILE_SIZE),
+            snapshot.count(ADDED_RECORDS),
+            snapshot.count(DELETED_RECORDS),
+            snapshot.count(ADDED_DATA_FILES, ADDED_DELETE_FILES),
+            snapshot.count(DELETED_DATA_FILES, REMOVED_DELETE_FILES),
+            snapshot.count(ADDED_FILE_SIZE),
+            snapshot.count(REMOVED_FILE_SIZE),
             writer,
             self.note,
         )
@@ -89,12 +85,11 @@ def entries(metadata: TableMetadata, restores: Sequence[Mapping[str, Any]]) -> l
 
 def changes_data(snapshot: Snapshot) -> bool:
     """Whether a commit changed rows (a compaction or an empty commit does not)."""
-    if snapshot.operation == COMPACTION:
+    if snapshot.is_compaction:
         return False
-    s = snapshot.summary
     return (
-        _count(s, ADDED_RECORDS, DELETED_RECORDS, ADDED_DELETE_FILES, REMOVED_DELETE_FILES) > 0
-        or _count(s, ADDED_DATA_FILES, DELETED_DATA_FILES) > 0
+        snapshot.count(ADDED_RECORDS, DELETED_RECORDS, ADDED_DATA_FILES, DELETED_DATA_FILES) > 0
+        or snapshot.delete_files_changed > 0
     )
 
 

@@ -14,14 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dbt.adapters.icetime import errors, system
+from dbt.adapters.icetime import errors, properties, system
 from dbt.adapters.icetime.metadata import MetadataReader, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
-from dbt.adapters.icetime.pins.resolve import resolve
-from dbt.adapters.icetime.pins.spec import Point, format_ms
+from dbt.adapters.icetime.metadata.points import Point, format_ms
+from dbt.adapters.icetime.metadata.resolve import resolve
 from dbt.adapters.icetime.sql import sql_literal
 
-RESTORES_PROPERTY = "icetime.restores"
 KEPT_RESTORES = 50
 MISSING_LISTED = 100
 
@@ -60,15 +59,14 @@ class Restorer:
         try:
             metadata = self.reader.table(table)
         except errors.TableNotFoundError as exc:
-            raise errors.ConfigurationError(
-                f"Cannot restore {table}: it is not an Iceberg table."
-            ) from exc
+            raise errors.ConfigurationError(errors.RESTORE_NOT_ICEBERG.format(table=table)) from exc
         target = resolve(metadata, point, now_ms)
         current = metadata.current_snapshot_id
         if target.snapshot_id == current:
             raise errors.ConfigurationError(
-                f"Cannot restore {table} to {target.resolved_by}: that is snapshot "
-                f"{target.snapshot_id}, already its current state."
+                errors.RESTORE_TO_CURRENT.format(
+                    table=table, point=target.resolved_by, snapshot=target.snapshot_id
+                )
             )
         after = self.files.of(metadata, target.snapshot_id)
         before = self.files.of(metadata, current)
@@ -79,9 +77,13 @@ class Restorer:
             listed = "\n".join(f"  - {path}" for path in missing[:MISSING_LISTED])
             more = len(missing) - MISSING_LISTED
             raise errors.ConfigurationError(
-                f"Refusing to restore {table} to snapshot {target.snapshot_id}: "
-                f"{len(missing)} of its {len(after)} files no longer exist (expired or deleted):"
-                f"\n{listed}" + (f"\n  ... and {more} more" if more > 0 else "")
+                errors.RESTORE_FILES_MISSING.format(
+                    table=table,
+                    snapshot=target.snapshot_id,
+                    missing=len(missing),
+                    files=len(after),
+                    listed=listed + (f"\n  ... and {more} more" if more > 0 else ""),
+                )
             )
         removed = {p: s for p, s in before.items() if p not in after}
         restored = {p: s for p, s in after.items() if p not in before}
@@ -109,7 +111,7 @@ class Restorer:
             )
         )
         metadata = self.reader.table(table)
-        history = json.loads(metadata.properties.get(RESTORES_PROPERTY) or "[]")
+        history = json.loads(metadata.properties.get(properties.RESTORES) or "[]")
         entry = {
             **asdict(restore),
             "restored_at": format_ms(now_ms),
@@ -119,13 +121,13 @@ class Restorer:
         history = [*history, entry][-KEPT_RESTORES:]
         self.execute(
             f"alter table {table.sql()} set tblproperties "
-            f"({sql_literal(RESTORES_PROPERTY)} = {sql_literal(json.dumps(history))})"
+            f"({sql_literal(properties.RESTORES)} = {sql_literal(json.dumps(history))})"
         )
 
 
-def recorded_restores(properties: Mapping[str, str]) -> list[dict[str, Any]]:
+def recorded_restores(table_properties: Mapping[str, str]) -> list[dict[str, Any]]:
     """The restores icetime recorded on a table, oldest first."""
-    raw = properties.get(RESTORES_PROPERTY)
+    raw = table_properties.get(properties.RESTORES)
     return list(json.loads(raw)) if raw else []
 
 

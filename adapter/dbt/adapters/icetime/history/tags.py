@@ -6,10 +6,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.clones.spec import lifetime
+from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.metadata import MetadataReader, TableName
-from dbt.adapters.icetime.pins.spec import REF_NAME
+from dbt.adapters.icetime.metadata.points import REF_NAME
 from dbt.adapters.icetime.sql import quote_identifier
 
 MINUTE_MS = 60_000
@@ -17,10 +16,7 @@ MINUTE_MS = 60_000
 
 def tag_name(value: Any) -> str:
     if not isinstance(value, str) or not REF_NAME.match(value):
-        raise errors.ConfigurationError(
-            f"Tag name {value!r} is not accepted: use 1-255 letters, digits, '_', '.' or '-', "
-            "starting with a letter or digit (no quotes or spaces)."
-        )
+        raise errors.ConfigurationError(errors.BAD_TAG_NAME.format(value=value))
     return value
 
 
@@ -33,25 +29,20 @@ def tag_tables(
     now_ms: int,
 ) -> list[tuple[TableName, int]]:
     """Tag every table's current snapshot ``name``; on any failure, remove the tags made."""
-    kept_for = lifetime(retain).ms if retain is not None else None
+    kept_for = args.ttl(retain).ms if retain is not None else None
     planned: list[tuple[TableName, int, int]] = []
     for table in tables:
         try:
             metadata = reader.table(table)
         except errors.TableNotFoundError as exc:
-            raise errors.ConfigurationError(
-                f"Cannot tag {table}: it is not an Iceberg table."
-            ) from exc
+            raise errors.ConfigurationError(errors.TAG_NOT_ICEBERG.format(table=table)) from exc
         if name in metadata.refs:
             raise errors.ConfigurationError(
-                f"Cannot tag {table} {name!r}: it already has a {metadata.refs[name].kind} of "
-                "that name. Nothing was tagged."
+                errors.TAG_EXISTS.format(table=table, name=name, kind=metadata.refs[name].kind)
             )
         snapshot = metadata.current_snapshot
         if snapshot is None:
-            raise errors.ConfigurationError(
-                f"Cannot tag {table}: it has no snapshot yet. Nothing was tagged."
-            )
+            raise errors.ConfigurationError(errors.TAG_EMPTY_TABLE.format(table=table))
         planned.append((table, snapshot.snapshot_id, snapshot.timestamp_ms))
     made: list[TableName] = []
     try:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.clones.selection import names
+from dbt.adapters.icetime.args import names
 from dbt.adapters.icetime.metadata import TableName
 
 TABLE_LIKE = ("table", "incremental", "snapshot", "seed")
@@ -38,24 +38,20 @@ def resolve_targets(
         if node is None:
             known = ", ".join(sorted(by_name)) or "none"
             raise errors.ConfigurationError(
-                f"model {name!r} is not a table, incremental, seed or snapshot of this project. "
-                f"Known: {known}."
+                errors.UNKNOWN_TABLE_MODEL.format(name=name, known=known)
             )
-        found.append(node_table(node, catalog))
+        found.append(TableName.from_node(node, catalog))
     for text in names(relation, "relation"):
         found.append(parse_relation(text, catalog, default_schema))
     patterns = names(select, "select")
     for pattern in patterns:
         matched = [n for n in nodes if fnmatch.fnmatchcase(n["name"], pattern)]
         if not matched:
-            raise errors.ConfigurationError(f"select {pattern!r} matched no table of this project.")
-        found.extend(node_table(n, catalog) for n in matched)
+            raise errors.ConfigurationError(errors.SELECT_NO_TABLE.format(pattern=pattern))
+        found.extend(TableName.from_node(n, catalog) for n in matched)
     if not found:
-        raise errors.ConfigurationError("Name the tables: model, relation or select is required.")
-    unique: dict[str, TableName] = {}
-    for table in found:
-        unique.setdefault(str(table), table)
-    return list(unique.values())
+        raise errors.ConfigurationError(errors.NAME_THE_TABLES)
+    return list(dict.fromkeys(found))
 
 
 def parse_relation(text: str, catalog: str | None, default_schema: str) -> TableName:
@@ -69,14 +65,5 @@ def parse_relation(text: str, catalog: str | None, default_schema: str) -> Table
         or not all(PART.fullmatch(p) for p in parts[1:])
         or (parts[0] and not PART.fullmatch(parts[0]))
     ):
-        raise errors.ConfigurationError(
-            f"relation {text!r} is not accepted: use table, schema.table or "
-            "catalog.schema.table (letters, digits and '_')."
-        )
+        raise errors.ConfigurationError(errors.BAD_RELATION.format(text=text))
     return TableName(parts[0] or None, parts[1], parts[2])
-
-
-def node_table(node: Mapping[str, Any], catalog: str | None) -> TableName:
-    return TableName(
-        node.get("database") or catalog, node["schema"], node.get("alias") or node["name"]
-    )

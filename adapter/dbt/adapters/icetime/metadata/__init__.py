@@ -7,20 +7,25 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.metadata.model import (
+    MAIN_BRANCH,
     Manifest,
+    Operation,
     Ref,
+    RefKind,
     Schema,
     SchemaField,
     Snapshot,
     SnapshotLogEntry,
     TableMetadata,
 )
+from dbt.adapters.icetime.metadata.names import TableName
 from dbt.adapters.icetime.metadata.readers import (
+    FileAccess,
     MetadataReader,
     PyIcebergReader,
+    SchemeFileAccess,
     SparkSqlReader,
     SqlRunner,
-    TableName,
 )
 
 logger = AdapterLogger("icetime")
@@ -65,7 +70,7 @@ class FallbackReader:
             try:
                 self.primary.catalog()
             except errors.CatalogError as exc:
-                logger.debug(f"icetime: reading metadata through Spark SQL instead: {exc}")
+                logger.debug(f"reading metadata through Spark SQL instead: {exc}")
                 self._use_fallback = True
         return self.fallback if self._use_fallback else self.primary
 
@@ -86,13 +91,18 @@ class FallbackReader:
 
 
 __all__ = [
+    "MAIN_BRANCH",
     "FallbackReader",
+    "FileAccess",
     "Manifest",
     "MetadataReader",
+    "Operation",
     "PyIcebergReader",
     "Ref",
+    "RefKind",
     "Schema",
     "SchemaField",
+    "SchemeFileAccess",
     "Snapshot",
     "SnapshotLogEntry",
     "SparkSqlReader",

@@ -6,8 +6,9 @@ built on them work the same on the embedded default and on a remote cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, overload
 
@@ -26,9 +27,27 @@ TOTAL_RECORDS = "total-records"
 TOTAL_DATA_FILES = "total-data-files"
 TOTAL_FILE_SIZE = "total-files-size"
 
-BRANCH = "branch"
-TAG = "tag"
 MAIN_BRANCH = "main"
+
+
+class RefKind(StrEnum):
+    BRANCH = "branch"
+    TAG = "tag"
+
+    @property
+    def plural(self) -> str:
+        return "branches" if self is RefKind.BRANCH else "tags"
+
+
+class Operation(StrEnum):
+    """The snapshot summary's ``operation``."""
+
+    APPEND = "append"
+    OVERWRITE = "overwrite"
+    DELETE = "delete"
+    # A rewrite that changes no row (compaction, rewriting manifests or delete files).
+    REPLACE = "replace"
+
 
 DATA_MANIFEST = "data"
 DELETE_MANIFEST = "deletes"
@@ -70,6 +89,19 @@ class Snapshot:
     @property
     def operation(self) -> str | None:
         return self.summary.get(OPERATION)
+
+    @property
+    def is_compaction(self) -> bool:
+        """Whether this commit only rewrote files: Iceberg's ``replace``, which changes no row."""
+        return self.operation == Operation.REPLACE
+
+    def count(self, *keys: str) -> int:
+        """The sum of these numeric summary fields (absent ones count 0)."""
+        return sum(int(self.summary.get(key, 0) or 0) for key in keys)
+
+    @property
+    def delete_files_changed(self) -> int:
+        return self.count(ADDED_DELETE_FILES, REMOVED_DELETE_FILES)
 
 
 class Snapshots(Sequence[Snapshot]):
@@ -156,7 +188,7 @@ class SnapshotLogEntry:
 @dataclass(frozen=True)
 class Ref:
     name: str
-    kind: str  # "branch" or "tag"
+    kind: RefKind
     snapshot_id: int
     max_ref_age_ms: int | None = None
     max_snapshot_age_ms: int | None = None
@@ -203,6 +235,29 @@ class TableMetadata:
         if self.current_snapshot_id is None:
             return None
         return self.snapshot(self.current_snapshot_id)
+
+    def ancestors(self, snapshot_id: int | None = None) -> Iterator[Snapshot]:
+        """``snapshot_id`` (default: the current snapshot) and its parents, newest first.
+
+        The walk stops at the first snapshot the table no longer retains (expired), or at the
+        root; a snapshot is never visited twice.
+        """
+        current = self.current_snapshot_id if snapshot_id is None else snapshot_id
+        seen: set[int] = set()
+        while current is not None and current not in seen:
+            snapshot = self.snapshot(current)
+            if snapshot is None:
+                return
+            seen.add(current)
+            yield snapshot
+            current = snapshot.parent_id
+
+    def is_ancestor(self, ancestor: int | None, of: int) -> bool:
+        """Whether ``ancestor`` is ``of`` or one of its parents (None: the empty table is)."""
+        return ancestor is None or any(s.snapshot_id == ancestor for s in self.ancestors(of))
+
+    def refs_of_kind(self, kind: RefKind) -> list[str]:
+        return sorted(name for name, ref in self.refs.items() if ref.kind == kind)
 
     def schema(self, schema_id: int) -> Schema | None:
         return next((s for s in self.schemas if s.schema_id == schema_id), None)

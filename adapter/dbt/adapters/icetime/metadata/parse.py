@@ -16,9 +16,9 @@ import orjson
 
 from dbt.adapters.icetime.errors import MetadataError
 from dbt.adapters.icetime.metadata.model import (
-    BRANCH,
     MAIN_BRANCH,
     Ref,
+    RefKind,
     Schema,
     SchemaField,
     Snapshot,
@@ -109,7 +109,7 @@ def _table(
     current_snapshot_id = None if current is None or current == -1 else int(current)
     refs = {name: _ref(name, ref) for name, ref in (doc.get("refs") or {}).items()}
     if MAIN_BRANCH not in refs and current_snapshot_id is not None:
-        refs[MAIN_BRANCH] = Ref(MAIN_BRANCH, BRANCH, current_snapshot_id)  # format v1
+        refs[MAIN_BRANCH] = Ref(MAIN_BRANCH, RefKind.BRANCH, current_snapshot_id)  # format v1
     return TableMetadata(
         identifier=identifier,
         metadata_location=location,
@@ -171,7 +171,7 @@ def _snapshot(raw: Mapping[str, Any]) -> Snapshot:
 def _ref(name: str, raw: Mapping[str, Any]) -> Ref:
     return Ref(
         name=name,
-        kind=str(raw["type"]).lower(),
+        kind=RefKind(str(raw["type"]).lower()),
         snapshot_id=int(raw["snapshot-id"]),
         max_ref_age_ms=raw.get("max-ref-age-ms"),
         max_snapshot_age_ms=raw.get("max-snapshot-age-ms"),

@@ -26,30 +26,12 @@ from dbt.adapters.icetime.metadata.model import (
     Manifest,
     TableMetadata,
 )
+from dbt.adapters.icetime.metadata.names import TableName
 from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.sql import quote_identifier
 
 # Runs one SQL statement and returns its rows as sequences of values.
 SqlRunner = Callable[[str], Sequence[Sequence[Any]]]
-
-
-class TableName:
-    """A validated catalog.namespace.table name, rendered safely for Spark SQL."""
-
-    def __init__(self, catalog: str | None, namespace: str, name: str) -> None:
-        for part, value in (("namespace", namespace), ("table", name)):
-            if not value:
-                raise errors.MetadataError(f"An Iceberg {part} name cannot be empty.")
-        self.catalog = catalog
-        self.namespace = namespace
-        self.name = name
-
-    def __str__(self) -> str:
-        return ".".join(p for p in (self.catalog, self.namespace, self.name) if p)
-
-    def sql(self, metadata_table: str | None = None) -> str:
-        parts = [p for p in (self.catalog, self.namespace, self.name, metadata_table) if p]
-        return ".".join(quote_identifier(p) for p in parts)
 
 
 class MetadataReader(Protocol):

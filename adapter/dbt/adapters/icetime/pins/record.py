@@ -31,8 +31,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dbt.adapters.icetime.pins.resolve import ResolvedPin
-from dbt.adapters.icetime.pins.spec import AtSnapshot, PinError, PinRequest, Point, format_ms
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.errors import PinError
+from dbt.adapters.icetime.metadata.points import AtSnapshot, Point, format_ms
+from dbt.adapters.icetime.metadata.resolve import ResolvedPoint
+from dbt.adapters.icetime.pins.spec import PinRequest
 
 VERSION = 1
 FILE_NAME = "icetime_pins.json"
@@ -43,7 +46,7 @@ def render(
     invocation_id: str | None,
     started_ms: int,
     requested: Any,
-    inputs: Mapping[str, ResolvedPin],
+    inputs: Mapping[str, ResolvedPoint],
     models: Mapping[str, set[str]],
 ) -> dict[str, Any]:
     return {
@@ -85,9 +88,11 @@ def load(path_text: str, project_root: str, where: str | None = None) -> PinRequ
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError as exc:
-        raise PinError(f"{where}: no such file {path}.") from exc
+        raise PinError(errors.NO_PINS_FILE.format(where=where, path=path)) from exc
     except (OSError, ValueError) as exc:
-        raise PinError(f"{where}: {path} is not a readable JSON pins file: {exc}.") from exc
+        raise PinError(
+            errors.PINS_FILE_UNREADABLE.format(where=where, path=path, reason=exc)
+        ) from exc
     inputs = document.get("inputs") if isinstance(document, dict) else None
     if (
         not isinstance(document, dict)
@@ -96,9 +101,7 @@ def load(path_text: str, project_root: str, where: str | None = None) -> PinRequ
         or not all(_is_input(entry) for entry in inputs.values())
     ):
         raise PinError(
-            f"{where}: {path} is not an icetime pins file (expected a JSON object with "
-            f'"icetime_pins_version": {VERSION} and "inputs": {{table: {{"snapshot_id": …}}}}, '
-            f"as written to target/{FILE_NAME} by a dbt run)."
+            errors.NOT_A_PINS_FILE.format(where=where, path=path, version=VERSION, file=FILE_NAME)
         )
     per_input: dict[str, Point] = {
         table: AtSnapshot(int(entry["snapshot_id"])) for table, entry in inputs.items()

@@ -15,18 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError
-from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.errors import MetadataError, PinError, TableNotFoundError
+from dbt.adapters.icetime.metadata import MetadataReader, RefKind, TableMetadata, TableName
+from dbt.adapters.icetime.metadata.points import AtRef, Point
+from dbt.adapters.icetime.metadata.resolve import ResolvedPoint, at_instant, resolve
 from dbt.adapters.icetime.pins import record
-from dbt.adapters.icetime.pins.resolve import ResolvedPin, at_instant, resolve
-from dbt.adapters.icetime.pins.spec import (
-    AtRef,
-    PinError,
-    PinRequest,
-    Point,
-    parse_point,
-    parse_request,
-)
+from dbt.adapters.icetime.pins.spec import PinRequest, parse_request, pin_point
 
 RUN_START = "run start"
 NEWER_THAN_RUN_START = "current (newer than run start)"
@@ -45,8 +40,12 @@ class Input:
 
 @dataclass(frozen=True)
 class Pinned:
-    pin: ResolvedPin
+    pin: ResolvedPoint
     metadata: TableMetadata
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.pin.snapshot_id
 
 
 class PinSession:
@@ -114,7 +113,7 @@ class PinSession:
         if request is not None and request.exhaustive:
             for table in request.per_input:
                 if table not in inputs:
-                    inputs[table] = Input(_table_name(table), (table,), None, False)
+                    inputs[table] = Input(TableName.parse(table), (table,), None, False)
         for key, item in sorted(inputs.items()):
             point = request.point_for(item.names) if request else None
             point = point or item.own_point
@@ -129,23 +128,22 @@ class PinSession:
             for name in request.per_input:
                 if name not in known_names:
                     problems.append(
-                        f"{request.origin} names '{name}', which is no source, model or relation "
-                        "of this project (inputs of this run: " + ", ".join(sorted(inputs)) + ")."
+                        errors.PIN_NAMES_UNKNOWN.format(
+                            origin=request.origin, name=name, inputs=", ".join(sorted(inputs))
+                        )
                     )
         if problems:
             total = len(inputs)
             raise PinError(
-                f"{len(problems)} pin problem(s) for {total} input(s); nothing was built:\n  - "
-                + "\n  - ".join(problems)
+                errors.PIN_PROBLEMS.format(
+                    count=len(problems), total=total, listed="\n  - ".join(problems)
+                )
             )
 
     def _resolve_one(self, item: Input, point: Point | None) -> Pinned | None:
         if item.is_view:
             if point is not None:
-                raise PinError(
-                    f"{item.table} is a view and has no snapshots to pin ({point.describe()}). "
-                    "Build it in this run over pinned inputs (e.g. dbt run -s +<model>)."
-                )
+                raise PinError(errors.PIN_ON_VIEW.format(table=item.table, point=point.describe()))
             return None
         try:
             metadata = self.reader.table(item.table)
@@ -155,16 +153,17 @@ class PinSession:
             raise PinError(f"{point.describe()} for {item.table}: {exc.msg}") from exc
         except MetadataError as exc:
             # Unreadable is not absent: reading it unpinned could mix snapshots in one run.
-            raise PinError(f"Cannot pin {item.table} for this run: {exc.msg}") from exc
+            raise PinError(errors.PIN_UNREADABLE.format(table=item.table, reason=exc.msg)) from exc
         if point is not None:
             return Pinned(resolve(metadata, point, self.started_ms), metadata)
         return self._run_start_pin(metadata)
 
     def _run_start_pin(self, metadata: TableMetadata) -> Pinned | None:
         ref = metadata.refs.get(self.branch) if self.branch else None
-        if ref is not None and ref.kind == "branch":
+        if ref is not None and ref.kind == RefKind.BRANCH:
             # Built into the branch by an earlier run of this branch: read as built there.
-            return Pinned(resolve(metadata, AtRef("branch", ref.name), self.started_ms), metadata)
+            point = AtRef(RefKind.BRANCH, ref.name)
+            return Pinned(resolve(metadata, point, self.started_ms), metadata)
         if metadata.current_snapshot_id is None:
             return None  # an empty table: nothing to pin
         try:
@@ -173,7 +172,7 @@ class PinSession:
             # Created (or its history expired) after the run started: today's snapshot.
             current = metadata.current_snapshot
             since = current.timestamp_ms if current else metadata.last_updated_ms
-            pin = ResolvedPin(
+            pin = ResolvedPoint(
                 metadata.identifier, metadata.current_snapshot_id, since, NEWER_THAN_RUN_START
             )
             return Pinned(pin, metadata)
@@ -183,17 +182,18 @@ class PinSession:
     def pinned(self, table: TableName, reader_node: str | None) -> Pinned | None:
         """The pin of ``table`` for this run, recording that ``reader_node`` read it."""
         with self._lock:
-            found = self._pinned.get(str(table))
+            key = str(table)
+            found = self._pinned.get(key)
             if found is not None and reader_node:
                 tables = self._reads.setdefault(reader_node, set())
-                if str(table) not in tables:
-                    tables.add(str(table))
+                if key not in tables:
+                    tables.add(key)
                     self._write()
             return found
 
     def on_branch(self, pinned: Pinned) -> bool:
         """Whether ``pinned`` is the head of this run's write-audit-publish branch."""
-        branch = AtRef("branch", self.branch) if self.branch else None
+        branch = AtRef(RefKind.BRANCH, self.branch) if self.branch else None
         return branch is not None and pinned.pin.resolved_by == branch.describe()
 
     def newest_input_ms(self, reader_node: str) -> int | None:
@@ -266,19 +266,17 @@ def input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:
     materialized = config.get("materialized")
     if resource not in ("source", "model", "seed", "snapshot") or materialized == "ephemeral":
         return None
-    database = node.get("database") or catalog
-    if catalog is not None and database != catalog:
+    table = TableName.from_node(node, catalog)
+    if catalog is not None and table.catalog != catalog:
         return None  # another catalog: not one icetime resolves pins in
-    identifier = node.get("identifier") if resource == "source" else node.get("alias")
-    table = TableName(database, node["schema"], identifier or node["name"])
-    names = [str(table), f"{table.namespace}.{table.name}"]
+    names = [str(table), table.short]
     if resource == "source":
         names.append(f"{node['source_name']}.{node['name']}")
     else:
         names.append(node["name"])
     own = config.get("pin_snapshot") or (config.get("meta") or {}).get("pin_snapshot")
     own = own or (node.get("meta") or {}).get("pin_snapshot")
-    own_point = parse_point(own, f"pin_snapshot of {node['unique_id']}") if own else None
+    own_point = pin_point(own, f"pin_snapshot of {node['unique_id']}") if own else None
     return Input(table, tuple(names), own_point, materialized == "view")
 
 
@@ -292,18 +290,9 @@ def all_names(graph: Mapping[str, Any], catalog: str | None) -> set[str]:
     return names
 
 
-def _table_name(full: str) -> TableName:
-    parts = full.split(".")
-    if len(parts) == 3:
-        return TableName(parts[0], parts[1], parts[2])
-    if len(parts) == 2:
-        return TableName(None, parts[0], parts[1])
-    raise PinError(f"pins file entry '{full}' is not a table name (catalog.schema.table).")
-
-
 def check_schema_mode(value: Any, where: str) -> str:
     mode = value or "snapshot_time"
     if mode not in SCHEMA_MODES:
         accepted = ", ".join(SCHEMA_MODES)
-        raise PinError(f"{where}: {mode!r} is not a schema mode; accepted: {accepted}.")
+        raise PinError(errors.BAD_SCHEMA_MODE.format(where=where, mode=mode, accepted=accepted))
     return str(mode)

@@ -1,4 +1,5 @@
-{#- Incremental overrides of dbt-spark for Iceberg tables. -#}
+{#- The incremental strategies of dbt-spark's incremental materialization, for Iceberg tables:
+    one get_incremental_<strategy>_sql(arg_dict) macro each, and the SQL they share. -#}
 
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
   {#- icetime's strategies, or any project-defined get_incremental_<name>_sql; checked before
@@ -101,22 +102,6 @@
     {{- ',' if not loop.last }}
   {%- endfor %}
   from {{ source_relation }}
-{% endmacro %}
-
-{% macro icetime__alter_relation_add_remove_columns(relation, add_columns, remove_columns) %}
-  {#- Iceberg drops columns as a metadata change (dbt-spark refuses to). -#}
-  {% if add_columns %}
-    {% call statement('icetime_add_columns') -%}
-      alter table {{ relation }} add columns (
-        {%- for column in add_columns %}{{ column.quoted }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
-      )
-    {%- endcall %}
-  {% endif %}
-  {% for column in remove_columns or [] %}
-    {% call statement('icetime_drop_column') -%}
-      alter table {{ relation }} drop column {{ column.quoted }}
-    {%- endcall %}
-  {% endfor %}
 {% endmacro %}
 
 {% macro icetime__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}

@@ -1,6 +1,5 @@
-{#- Branch runs (write-audit-publish, --vars '{wap_branch: b}'): tables are written into branch b
-    of each table (see the adapter's wap.py); views are not rebuilt (they read the branch heads
-    through the session's spark.wap.branch already). Otherwise dbt-spark's materializations. -#}
+{#- table: dbt-spark's, except in a branch run (--vars '{wap_branch: b}'), where the rows are
+    written into branch b of the table (see the adapter's wap.py) and main gets no data. -#}
 
 {% materialization table, adapter='icetime', supported_languages=['sql', 'python'] %}
   {%- if var('wap_branch', none) is none -%}
@@ -18,13 +17,4 @@
   {%- endcall %}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
-{% endmaterialization %}
-
-{% materialization view, adapter='icetime' %}
-  {%- if var('wap_branch', none) is none -%}
-    {{ return(materialization_view_default()) }}
-  {%- endif -%}
-  {{ log("icetime: " ~ this ~ " is a view: not rebuilt in a branch run (it reads the branch through spark.wap.branch)", info=true) }}
-  {%- call noop_statement('main', 'SKIPPED (view in a branch run)') -%}-- view{%- endcall -%}
-  {{ return({'relations': []}) }}
 {% endmaterialization %}

@@ -1,4 +1,7 @@
-"""`pin_schema_mode: current`: read a past snapshot with today's columns, matched by field id.
+"""Reading rows of one schema with another's columns, matched by Iceberg field id.
+
+Used by `pin_schema_mode: current` (a past snapshot with today's columns) and by change feeds
+(every commit's rows with the pinned snapshot's columns).
 
 Columns added since the snapshot come back null, dropped ones are left out, renamed ones appear
 under today's name, and widened types (int -> long, float -> double, decimal precision) are cast.

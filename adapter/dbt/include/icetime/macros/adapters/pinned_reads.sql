@@ -26,15 +26,3 @@
       config.get('pin_schema_mode') or var('pin_schema_mode', none),
       config.get('materialized'))) }}
 {% endmacro %}
-
-{% macro icetime__get_columns_in_relation_raw(relation) -%}
-  {#- A pinned relation is a time-travel read, which DESCRIBE cannot name: describe the query. -#}
-  {% call statement('get_columns_in_relation_raw', fetch_result=True) %}
-    {%- if relation.snapshot_id is not none -%}
-      describe query select * from {{ relation }}
-    {%- else -%}
-      describe extended {{ relation }}
-    {%- endif -%}
-  {% endcall %}
-  {% do return(load_result('get_columns_in_relation_raw').table) %}
-{% endmacro %}

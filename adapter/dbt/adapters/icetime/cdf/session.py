@@ -1,0 +1,213 @@
+"""The CDF models of one dbt invocation: one ``CdfRun`` per model being built.
+
+The materialization and ``icetime.changes()`` reach a model's run through this session, which
+owns every step the adapter used to: reading the model's config, planning each upstream's
+range, choosing where change rows are read from, and, after the data commit, moving the
+watermarks and dropping the run's views.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.cdf import faults
+from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
+from dbt.adapters.icetime.cdf.reads import (
+    ChangelogReads,
+    FileReads,
+    Reads,
+    SnapshotReads,
+    output_schema,
+)
+from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
+from dbt.adapters.icetime.cdf.state import forget_state, write_state
+from dbt.adapters.icetime.metadata import TableMetadata, TableName
+from dbt.adapters.icetime.pins.session import PinSession, collect_inputs
+from dbt.adapters.icetime.services import Services
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+logger = AdapterLogger("icetime")
+
+
+class CdfSession:
+    def __init__(
+        self,
+        services: Services,
+        pins: Callable[[], PinSession],
+        local_spark: Callable[[], Any] | None,
+    ) -> None:
+        self.services = services
+        # This invocation's pins: what a recompute model's upstreams are read at.
+        self.pins = pins
+        # The Spark session of this process, when dbt runs in it (the embedded default): the
+        # file-level reads plan through Iceberg's Java API there. None on remote methods.
+        self.local_spark = local_spark
+        self._runs: dict[str, CdfRun] = {}
+
+    # -- what the macros call -----------------------------------------------------------------
+
+    def changes(self, relation: Any, model: Mapping[str, Any], full_refresh: bool) -> str:
+        """What `icetime.changes(relation)` renders: a temporary view of the upstream's changes."""
+        config = cdf_config(model, caller="icetime.changes()")
+        node_id = model["unique_id"]
+        if config.mode == RECOMPUTE:
+            raise errors.ConfigurationError(errors.CHANGES_WITH_RECOMPUTE.format(model=node_id))
+        run = self._run(model, config, full_refresh)
+        name = TableName.from_relation(relation)
+        if str(name) not in run.upstreams and run.upstreams and not config.unique_key:
+            raise errors.ConfigurationError(
+                errors.CHANGES_TWO_UPSTREAMS.format(
+                    model=node_id, first=next(iter(run.upstreams)), second=name
+                )
+            )
+        metadata = self._upstream_metadata(name, node_id)
+        pinned = getattr(relation, "snapshot_id", None)
+        upstream = Upstream(
+            name=str(name),
+            table=name,
+            metadata=metadata,
+            to_snapshot=pinned if pinned is not None else metadata.current_snapshot_id,
+            view=view_name(node_id, str(len(run.upstreams))),
+        )
+        return run.add(upstream)
+
+    def prepare(
+        self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
+    ) -> dict[str, Any]:
+        """The run the materialization is about to make (see CdfRun.describe)."""
+        config = cdf_config(model, caller="incremental_strategy 'cdf'")
+        run = self._run(model, config, full_refresh)
+        if config.mode == RECOMPUTE:
+            self._add_recompute_upstreams(run, model, graph, config)
+        elif not run.upstreams:
+            raise errors.ConfigurationError(
+                errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
+            )
+        described = run.describe()
+        if described["recovering"]:
+            logger.warning(errors.CDF_RECOVERING.format(target=run.target))
+        return described
+
+    def forget_state(self, relation: Any) -> None:
+        """Before a rebuild of an existing target: its watermarks no longer describe it."""
+        forget_state(self.services.execute, TableName.from_relation(relation))
+
+    def key_bounds(self, relation: Any, key: str) -> list[str] | None:
+        """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None.
+
+        A MERGE that also bounds the target's key by these literals lets Iceberg skip every
+        target file whose key range misses the changes (a subquery would not be pushed down).
+        """
+        column = quote_identifier(key)
+        rows = self.services.fetch(f"select min({column}), max({column}) from {relation}")
+        low, high = rows[0] if rows else (None, None)
+        if low is None or high is None or not isinstance(low, int | float | str | Decimal | date):
+            return None
+        return [sql_literal(low), sql_literal(high)]
+
+    def finish(self, model: Mapping[str, Any], committed: bool) -> None:
+        """After the data statement: move the watermarks (if it ran) and drop the run's views."""
+        run = self._runs.pop(model["unique_id"], None)
+        if run is None:
+            return
+        try:
+            if committed:
+                faults.maybe_fail(faults.AFTER_DATA_COMMIT)
+                target = self.services.reader.table(run.target)
+                state = run.new_state(target.current_snapshot_id)
+                write_state(self.services.execute, run.target, state)
+        finally:
+            run.close()
+
+    # -- a model's run ------------------------------------------------------------------------
+
+    def _run(self, model: Mapping[str, Any], config: CdfConfig, full_refresh: bool) -> CdfRun:
+        node_id = model["unique_id"]
+        run = self._runs.get(node_id)
+        if run is None:
+            target = TableName.from_node(model)
+            try:
+                existing: TableMetadata | None = self.services.reader.table(target)
+            except errors.TableNotFoundError:
+                existing = None
+            run = CdfRun(
+                node_id=node_id,
+                target=target,
+                mode=config.mode,
+                on_history_gap=config.on_history_gap,
+                target_metadata=existing,
+                full_refresh=full_refresh,
+                execute=self.services.execute,
+                make_reads=lambda upstream: self._reads(upstream, config),
+            )
+            self._runs[node_id] = run
+        return run
+
+    def _reads(self, upstream: Upstream, config: CdfConfig) -> Reads:
+        out = output_schema(upstream.metadata, upstream.to_snapshot)
+        if config.read_path == "snapshots":
+            return SnapshotReads(upstream.table_sql, upstream.metadata, out)
+        if config.read_path == "changelog" or self.local_spark is None:
+            # Remote methods: the file-level reads below need this process's own JVM.
+            return ChangelogReads(
+                upstream.table, upstream.metadata, out, self.services.execute, upstream.view
+            )
+        spark = self.local_spark()
+        counter = itertools.count()
+
+        def register(frame: Any) -> str:
+            name = f"{upstream.view}__read{next(counter)}"
+            frame.createOrReplaceTempView(name)
+            return name
+
+        return FileReads(spark, upstream.table_sql, upstream.metadata, out, register)
+
+    def _upstream_metadata(self, name: TableName, node_id: str) -> TableMetadata:
+        try:
+            return self.services.reader.table(name)
+        except errors.TableNotFoundError as exc:
+            raise errors.ConfigurationError(
+                errors.CDF_UPSTREAM_NOT_ICEBERG.format(model=node_id, table=name)
+            ) from exc
+
+    def _add_recompute_upstreams(
+        self, run: CdfRun, model: Mapping[str, Any], graph: Mapping[str, Any], config: CdfConfig
+    ) -> None:
+        node_id = model["unique_id"]
+        inputs = collect_inputs(graph, [node_id], self.services.catalog)
+        if not inputs:
+            raise errors.ConfigurationError(errors.RECOMPUTE_WITHOUT_UPSTREAM.format(model=node_id))
+        session = self.pins()
+        for index, (key, item) in enumerate(sorted(inputs.items())):
+            if item.is_view:
+                raise errors.ConfigurationError(
+                    errors.RECOMPUTE_UPSTREAM_VIEW.format(model=node_id, table=key)
+                )
+            metadata = self._upstream_metadata(item.table, node_id)
+            pinned = session.pinned(item.table, node_id)
+            to_snapshot = pinned.snapshot_id if pinned else metadata.current_snapshot_id
+            names = {f.name.lower() for f in output_schema(metadata, to_snapshot).fields}
+            missing = [k for k in config.recompute_keys if k.lower() not in names]
+            if missing:
+                raise errors.ConfigurationError(
+                    errors.RECOMPUTE_KEYS_MISSING.format(
+                        model=node_id, table=key, missing=", ".join(missing)
+                    )
+                )
+            run.add(
+                Upstream(
+                    name=key,
+                    table=item.table,
+                    metadata=metadata,
+                    to_snapshot=to_snapshot,
+                    view=view_name(node_id, f"keys{index}"),
+                    keys=tuple(config.recompute_keys),
+                )
+            )

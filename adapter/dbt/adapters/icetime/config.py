@@ -1,0 +1,38 @@
+"""A model's configuration as icetime reads it: Iceberg defaults on top of dbt-spark's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.spark.impl import SparkConfig
+
+from dbt.adapters.icetime import errors
+
+ICEBERG_FILE_FORMAT = "iceberg"
+
+
+@dataclass
+class IcetimeConfig(SparkConfig):
+    # Every table icetime builds is an Iceberg table.
+    file_format: str = ICEBERG_FILE_FORMAT
+
+
+def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:
+    """Defaults a dbt user expects on Iceberg, where dbt-spark's assume plain Parquet tables.
+
+    - ``file_format`` is ``iceberg`` (anything else is refused: icetime builds Iceberg tables);
+    - an incremental model with a ``unique_key`` and no strategy upserts (``merge``) instead of
+      appending duplicates, as on other warehouses with MERGE.
+    """
+    file_format = node_config.get("file_format")
+    if file_format is None:
+        node_config["file_format"] = ICEBERG_FILE_FORMAT
+    elif file_format != ICEBERG_FILE_FORMAT:
+        raise errors.ConfigurationError(
+            errors.FILE_FORMAT_NOT_ICEBERG.format(node=node_name, value=file_format)
+        )
+    if node_config.get("materialized") == "incremental" and not node_config.get(
+        "incremental_strategy"
+    ):
+        node_config["incremental_strategy"] = "merge" if node_config.get("unique_key") else "append"

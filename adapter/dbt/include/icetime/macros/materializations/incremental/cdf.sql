@@ -1,0 +1,128 @@
+{#- incremental_strategy='cdf': incremental models driven by snapshot diffs, as a recipe of named
+    steps. The model reads icetime.changes(ref(...)) (compiled into a temporary view of change
+    rows), or, with cdf_recompute_keys, plain SQL over its upstreams. The adapter (cdf/session.py)
+    plans the run and moves the watermarks after the data commit. See docs/flow/cdf.md. -#}
+
+{% macro icetime_cdf_materialization() %}
+  {%- do icetime_cdf_require_sql() -%}
+  {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
+  {%- set existing_relation = load_relation(this) -%}
+  {%- set run = adapter.icetime_cdf_prepare(model, graph, should_full_refresh()) -%}
+  {%- set committed = [] -%}
+
+  {{ run_hooks(pre_hooks) }}
+  {%- if run.full or existing_relation is none or existing_relation.is_view -%}
+    {%- do icetime_cdf_rebuild(run, existing_relation) -%}
+    {%- do committed.append(true) -%}
+  {%- elif not run.has_changes -%}
+    {#- Only compactions since the watermark: move it (a metadata update, no data read). -#}
+    {%- do icetime_cdf_no_changes(run) -%}
+    {%- if run.moves %}{% do committed.append(true) %}{% endif -%}
+  {%- else -%}
+    {%- do icetime_cdf_apply_changes(run, existing_relation, on_schema_change) -%}
+    {%- do committed.append(true) -%}
+  {%- endif -%}
+  {% do adapter.icetime_cdf_finish(model, committed | length > 0) %}
+
+  {% do apply_grants(this, config.get('grants'), should_revoke(existing_relation, full_refresh_mode=run.full)) %}
+  {% do persist_docs(this, model) %}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [this]}) }}
+{% endmacro %}
+
+
+{% macro icetime_cdf_require_sql() %}
+  {%- if model['language'] != 'sql' -%}
+    {% do exceptions.raise_compiler_error("CDF model " ~ model['unique_id'] ~ " must be a SQL model; Python models are not supported by incremental_strategy 'cdf'.") %}
+  {%- endif -%}
+{% endmacro %}
+
+
+{% macro icetime_cdf_temp_relation(suffix) %}
+  {{ return(this.incorporate(path={"identifier": this.identifier ~ suffix}).include(database=false, schema=false)) }}
+{% endmacro %}
+
+
+{% macro icetime_cdf_rebuild(run, existing_relation) %}
+  {#- A first run, --full-refresh, a history gap rebuilt, or a view in the way: the target is
+      built from every current row of the upstreams. -#}
+  {{ log("icetime: building " ~ this ~ " from scratch (" ~ (run.reason or 'replacing a view') ~ ")", info=true) }}
+  {%- if existing_relation is not none and existing_relation.is_view -%}
+    {% do adapter.drop_relation(existing_relation) %}
+  {%- elif existing_relation is not none -%}
+    {#- Forget the old watermark first: a run killed after it rebuilds again, never resumes. -#}
+    {% do adapter.icetime_cdf_forget_state(this) %}
+  {%- endif -%}
+  {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
+  {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
+  {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(changes), run.mode) -%}
+  {% do adapter.icetime_cdf_fault('before_write') %}
+  {% do adapter.icetime_cdf_fault('during_write') %}
+  {%- call statement('main') -%}
+    {{ create_table_as(False, this, icetime_cdf_initial_sql(changes, columns, run.mode)) }}
+  {%- endcall -%}
+  {% do persist_constraints(this, model) %}
+{% endmacro %}
+
+
+{% macro icetime_cdf_no_changes(run) %}
+  {{ log("icetime: " ~ this ~ ": " ~ run.message, info=true) }}
+  {%- call noop_statement('main', 'NO CHANGES') -%}-- {{ run.message }}{%- endcall -%}
+{% endmacro %}
+
+
+{% macro icetime_cdf_apply_changes(run, existing_relation, on_schema_change) %}
+  {#- The change rows are read once, by the first statement that needs them (the key bounds,
+      or the write): the write reuses them. -#}
+  {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
+  {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
+  {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
+  {%- set model_columns = adapter.get_columns_in_relation(changes) -%}
+  {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
+  {%- set payload = icetime_cdf_payload(run, changes, columns, existing_relation, on_schema_change) -%}
+  {% do adapter.icetime_cdf_fault('before_write') %}
+  {%- do icetime_cdf_recover_append(run) -%}
+  {%- set bounds = none -%}
+  {%- if run.mode == 'merge' -%}
+    {%- set first_key = icetime_cdf_unquoted_keys(config.get('unique_key'))[0] -%}
+    {%- set bounds = adapter.icetime_key_bounds(changes, first_key) -%}
+  {%- endif -%}
+  {% do adapter.icetime_cdf_fault('during_write') %}
+  {%- call statement('main') -%}
+    {%- if run.mode == 'merge' -%}
+      {{ icetime_cdf_merge_sql(this, changes, model_columns, columns, config.get('unique_key'), bounds) }}
+    {%- elif run.mode == 'append' -%}
+      {{ get_insert_into_sql(payload, this) }}
+    {%- else -%}
+      {{ icetime_cdf_recompute_sql(this, payload, run.views, config.get('cdf_recompute_keys')) }}
+    {%- endif -%}
+  {%- endcall -%}
+  {% call statement('icetime_cdf_uncache') %}uncache table if exists {{ changes }}{% endcall %}
+{% endmacro %}
+
+
+{% macro icetime_cdf_payload(run, changes, columns, existing_relation, on_schema_change) %}
+  {#- The payload (what lands in the target) serves the schema check and the writes of append
+      and recompute; a merge reads the model's rows itself, so with on_schema_change 'ignore'
+      it is not made. Returns the payload relation, or none. -#}
+  {%- if run.mode == 'merge' and on_schema_change == 'ignore' -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set payload = icetime_cdf_temp_relation('__icetime_payload') -%}
+  {% call statement('create_payload_relation') -%}
+    create or replace temporary view {{ payload }} as
+    select {{ columns | map(attribute='quoted') | join(', ') }} from {{ changes }}
+  {%- endcall %}
+  {%- do process_schema_changes(on_schema_change, payload, existing_relation) -%}
+  {{ return(payload) }}
+{% endmacro %}
+
+
+{% macro icetime_cdf_recover_append(run) %}
+  {#- An interrupted append run may have appended part of this range already: take it out. -#}
+  {%- if run.mode == 'append' and run.recovering and run.range_snapshot_ids -%}
+    {% call statement('icetime_cdf_recover') -%}
+      delete from {{ this }} where _commit_snapshot_id in ({{ run.range_snapshot_ids | join(', ') }})
+    {%- endcall %}
+  {%- endif -%}
+{% endmacro %}

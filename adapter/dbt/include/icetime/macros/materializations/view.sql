@@ -1,0 +1,11 @@
+{#- view: dbt's, except in a branch run, where views are not rebuilt: they read the branch heads
+    through the session's spark.wap.branch already. -#}
+
+{% materialization view, adapter='icetime' %}
+  {%- if var('wap_branch', none) is none -%}
+    {{ return(materialization_view_default()) }}
+  {%- endif -%}
+  {{ log("icetime: " ~ this ~ " is a view: not rebuilt in a branch run (it reads the branch through spark.wap.branch)", info=true) }}
+  {%- call noop_statement('main', 'SKIPPED (view in a branch run)') -%}-- view{%- endcall -%}
+  {{ return({'relations': []}) }}
+{% endmaterialization %}

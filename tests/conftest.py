@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
-from tests.helpers import profile_target
+from tests.support import profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 

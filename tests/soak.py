@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from tests.helpers import pyiceberg_catalog, run_dbt_process
 from tests.services import PostgresServer, postgres_server
+from tests.support import pyiceberg_catalog, run_dbt_process
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "soak"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_dbt_process, write_project
+from tests.support import run_dbt_process, write_project
 
 MODEL = {"m.sql": "select 1 as id"}
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import PackageProject, install_package, raw_sources, sql
+from tests.support import PackageProject, install_package, raw_sources, sql
 
 TTL_FORMS = "positive whole number followed by m (minutes), h (hours), d (days) or w (weeks)"
 PIN_FORMS = "Accepted forms: an ISO-8601 timestamp"

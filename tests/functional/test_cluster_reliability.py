@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from tests.cluster import Cluster
-from tests.functional.cdf.support import ROOT, raw_sources
-from tests.helpers import DBT, run_dbt_process
+from tests.support import DBT, ROOT, raw_sources, run_dbt_process
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -26,18 +26,18 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import (
+from tests.services import PostgresServer, postgres_offline, start_postgres, stop_postgres
+from tests.support import (
     ROOT,
     PackageProject,
     install_package,
+    now_text,
+    operation,
     raw_sources,
     ref_snapshot,
+    run_dbt_process,
     sql,
 )
-from tests.functional.clones.support import operation
-from tests.functional.history.test_expiry_and_tags import now_text
-from tests.helpers import run_dbt_process
-from tests.services import PostgresServer, postgres_offline, start_postgres, stop_postgres
 
 MODEL = (
     "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.helpers import DBT, run_dbt_process
+from tests.support import DBT, run_dbt_process
 
 
 def test_init_writes_a_profile_that_runs_the_starter_project(tmp_path: Path) -> None:

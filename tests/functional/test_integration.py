@@ -28,7 +28,7 @@ import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
-from tests.helpers import pyiceberg_catalog, run_dbt_process
+from tests.support import pyiceberg_catalog, run_dbt_process
 
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 

@@ -20,28 +20,26 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 from pyspark.sql import SparkSession
 
-from tests.functional.cdf.support import (
+from tests.support import (
     MOR,
+    EnvironmentProject,
     PackageProject,
     assert_equal_sets,
+    data_files,
+    env_for,
+    expire_history,
     install_package,
+    local,
+    now_text,
+    operation,
+    properties,
     raw_sources,
     ref_snapshot,
     rows,
     snapshots,
     sql,
-)
-from tests.functional.clones.support import (
-    data_files,
-    env_for,
-    expire_history,
-    local,
-    operation,
-    properties,
     tags,
 )
-from tests.functional.clones.test_environments import EnvironmentProject
-from tests.functional.history.test_expiry_and_tags import now_text
 
 
 def live_snapshots(project: Any, table: str) -> set[int]:

@@ -12,8 +12,8 @@ import pytest
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata import PyIcebergReader, TableName
-from tests.helpers import run_dbt_process
 from tests.services import PostgresServer, postgres_server
+from tests.support import run_dbt_process
 
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 

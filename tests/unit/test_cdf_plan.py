@@ -19,8 +19,8 @@ from dbt.adapters.icetime.cdf.plan import (
 )
 from dbt.adapters.icetime.cdf.reads import ChangelogReads
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
-from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
 from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
 
 UUID = "7c0d0c6e-0000-4000-8000-000000000001"
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime import args
+from dbt.adapters.icetime.args import names
 from dbt.adapters.icetime.clones import spec
 from dbt.adapters.icetime.clones.document import clone_document
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject, rewrite_schemas
-from dbt.adapters.icetime.args import names
 from dbt.adapters.icetime.clones.selection import select
 from dbt.adapters.icetime.clones.service import retain_minutes, tag_for
 from dbt.adapters.icetime.errors import ConfigurationError

@@ -2,42 +2,17 @@
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import pytest
 
+from dbt.adapters.icetime.errors import PinError
 from dbt.adapters.icetime.metadata.model import (
     Ref,
-    Schema,
-    Snapshot,
-    SnapshotLogEntry,
-    TableMetadata,
 )
-from dbt.adapters.icetime.metadata.resolve import resolve
-from dbt.adapters.icetime.errors import PinError
 from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp
+from dbt.adapters.icetime.metadata.resolve import resolve
+from tests.support import synthetic_table as table
 
 NOW = 10_000
-
-
-def table(log: list[tuple[int, int]], refs: dict[str, Ref] | None = None) -> TableMetadata:
-    """Snapshots 1, 2, 3 committed at 1000, 2000, 3000; ``log`` is (snapshot, made current)."""
-    snapshots = tuple(Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 2, 3))
-    return TableMetadata(
-        identifier="icetime.raw.t",
-        metadata_location="v9.metadata.json",
-        location="file:/w/raw/t",
-        format_version=2,
-        table_uuid="u",
-        last_updated_ms=9000,
-        current_snapshot_id=log[-1][0] if log else None,
-        current_schema_id=0,
-        schemas=(Schema(0, ()),),
-        snapshots=snapshots,
-        snapshot_log=tuple(SnapshotLogEntry(s, t) for s, t in log),
-        refs=MappingProxyType(refs or {}),
-        properties=MappingProxyType({}),
-    )
 
 
 LINEAR = table([(1, 1000), (2, 2000), (3, 3000)])

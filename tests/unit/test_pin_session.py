@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.icetime.errors import PinError
 from dbt.adapters.icetime.metadata.model import (
     Schema,
     SchemaField,
@@ -14,10 +15,9 @@ from dbt.adapters.icetime.metadata.model import (
     SnapshotLogEntry,
     TableMetadata,
 )
+from dbt.adapters.icetime.metadata.points import AtRef
 from dbt.adapters.icetime.metadata.projection import current_schema_projection, spark_type
 from dbt.adapters.icetime.pins.session import all_names, check_schema_mode, collect_inputs
-from dbt.adapters.icetime.errors import PinError
-from dbt.adapters.icetime.metadata.points import AtRef
 
 
 def node(uid: str, deps: tuple[str, ...] | list[str] = (), **extra: Any) -> dict[str, Any]:
@@ -186,7 +186,7 @@ SOURCES_GRAPH = {
 def test_a_branch_run_reads_a_table_with_the_branch_at_its_head_and_others_at_run_start() -> None:
     from dbt.adapters.icetime.metadata import TableName
     from dbt.adapters.icetime.metadata.model import Ref
-    from tests.unit.test_pin_resolve import table
+    from tests.support import synthetic_table as table
 
     branched = table([(1, 1000), (2, 2000)], refs={"audit": Ref("audit", "branch", 3)})
     plain = table([(1, 1000), (2, 2000), (3, 20_000)])  # 3 landed after the run started
@@ -205,7 +205,7 @@ def test_a_branch_run_reads_a_table_with_the_branch_at_its_head_and_others_at_ru
 
 def test_unreadable_metadata_stops_the_run_and_a_missing_table_is_left_unpinned() -> None:
     from dbt.adapters.icetime import errors
-    from tests.unit.test_pin_resolve import table
+    from tests.support import synthetic_table as table
 
     missing = errors.TableNotFoundError("Iceberg table icetime.raw.b does not exist.")
     session = branch_session({"icetime.raw.a": table([(1, 1000)]), "icetime.raw.b": missing})

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt_and_capture
 
-from tests.functional.cdf.support import SOURCES, PackageProject, install_package, snapshots, sql
+from tests.support import SOURCES, PackageProject, install_package, snapshots, sql
 
 CDF = "{{ config(materialized='incremental', incremental_strategy='cdf'%s) }}\n"
 CHANGES = "{{ icetime.changes(source('raw', 'orders')) }}"

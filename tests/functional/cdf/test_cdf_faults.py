@@ -17,8 +17,7 @@ import yaml
 from dbt.adapters.icetime.cdf.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
-from tests.functional.cdf.support import MOR, ROOT
-from tests.helpers import profile_target, run_dbt_process, write_project
+from tests.support import MOR, ROOT, profile_target, run_dbt_process, write_project
 
 SCHEMA = "cdf_faults"
 MODELS = {

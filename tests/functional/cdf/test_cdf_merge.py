@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import (
+from tests.support import (
     COW,
     MOR,
     MOR_V3,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.cdf.support import (
+from tests.support import (
     COW,
     MOR,
     MOR_V3,

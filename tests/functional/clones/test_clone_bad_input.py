@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.cdf.support import raw_sources, snapshots, sql
-from tests.functional.clones.support import env_for, operation, tags
-from tests.functional.clones.test_environments import EnvironmentProject
+from tests.support import EnvironmentProject, env_for, operation, raw_sources, snapshots, sql, tags
 
 SOURCES = raw_sources("events")
 

@@ -10,9 +10,17 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import raw_sources, rows, snapshots, sql
-from tests.functional.clones.support import env_for, operation, properties, tags
-from tests.functional.clones.test_environments import EnvironmentProject
+from tests.support import (
+    EnvironmentProject,
+    env_for,
+    operation,
+    properties,
+    raw_sources,
+    rows,
+    snapshots,
+    sql,
+    tags,
+)
 
 SOURCES = raw_sources("events")
 MODELS = {

@@ -12,8 +12,7 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
-from tests.functional.cdf.support import ROOT
-from tests.helpers import DBT, profile_target, write_project
+from tests.support import DBT, ROOT, profile_target, write_project
 
 SCHEMA = "clone_janitors"
 ENV = "twojanitors"

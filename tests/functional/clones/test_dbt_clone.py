@@ -13,8 +13,7 @@ from dbt.tests.adapter.dbt_clone.test_dbt_clone import (
 )
 from dbt.tests.util import run_dbt
 
-from tests.functional.cdf.support import rows, snapshots, sql
-from tests.functional.clones.support import data_files, drop_environments, properties
+from tests.support import data_files, drop_environments, properties, rows, snapshots, sql
 
 
 class CleanOtherSchema:

@@ -8,25 +8,22 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.cdf.support import (
+from tests.support import (
     MOR,
-    PackageProject,
-    install_package,
-    raw_sources,
-    rows,
-    snapshots,
-    sql,
-)
-from tests.functional.clones.support import (
+    EnvironmentProject,
     data_files,
-    drop_environments,
     env_for,
     expire_history,
     files_under,
+    install_package,
     local,
     location,
     operation,
     properties,
+    raw_sources,
+    rows,
+    snapshots,
+    sql,
     tags,
 )
 
@@ -35,14 +32,6 @@ VIEW_MODEL = (
     "select id, v from {{ source('raw', 'events') }} where id > 1"
 )
 SOURCES = raw_sources("events", "plain")
-
-
-class EnvironmentProject(PackageProject):
-    @pytest.fixture(autouse=True)
-    def clean_environments(self, project: Any) -> Any:
-        install_package(project)
-        yield
-        drop_environments(project)
 
 
 class TestEnvironmentLifecycle(EnvironmentProject):

@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.cdf.support import rows, sql
-from tests.functional.clones.support import env_for, operation, tags
-from tests.functional.clones.test_environments import EnvironmentProject
+from tests.support import EnvironmentProject, env_for, operation, rows, sql, tags
 
 RECORDS = "icetime.icetime_system.environments"
 

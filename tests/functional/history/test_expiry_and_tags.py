@@ -11,8 +11,16 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, update_config_file
 
-from tests.functional.cdf.support import PackageProject, install_package, rows, snapshots, sql
-from tests.functional.clones.support import operation, tags
+from tests.support import (
+    PackageProject,
+    install_package,
+    now_text,
+    operation,
+    rows,
+    snapshots,
+    sql,
+    tags,
+)
 
 SOURCES = """
 version: 2
@@ -52,10 +60,6 @@ MONTHLY = {
         "join {h} h on e.snapshot_id = h.snapshot_id where e.status <> 2"
     ),
 }
-
-
-def now_text() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class TestExpiryAndTags(PackageProject):

@@ -10,15 +10,17 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.cdf.support import (
+from tests.support import (
     SOURCES,
     PackageProject,
     install_package,
+    local,
+    operation,
+    properties,
     rows,
     snapshots,
     sql,
 )
-from tests.functional.clones.support import local, operation, properties
 
 CDF_MODEL = (
     "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"

@@ -15,12 +15,22 @@ A range that cannot be walked is a history gap, never an empty range.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from dbt.adapters.icetime.metadata.model import Operation, Snapshot, TableMetadata
 
-APPEND = "append"
-COMPACTION = "compaction"
-DIFF = "diff"
+
+class CommitKind(StrEnum):
+    """How a CDF run reads one commit."""
+
+    APPEND = "append"  # only added rows: read the added files
+    COMPACTION = "compaction"  # no row changed: read nothing
+    DIFF = "diff"  # anything else: rows before and after, over the files it touched
+
+
+APPEND = CommitKind.APPEND
+COMPACTION = CommitKind.COMPACTION
+DIFF = CommitKind.DIFF
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class Commit:
     parent_id: int
     timestamp_ms: int
     operation: str
-    kind: str  # APPEND, COMPACTION or DIFF
+    kind: CommitKind
 
 
 @dataclass(frozen=True)
@@ -128,7 +138,7 @@ def full_range(metadata: TableMetadata, to_snapshot: int | None) -> ChangeRange:
     return ChangeRange(metadata.identifier, metadata.table_uuid, to_snapshot, to_ts, None)
 
 
-def classify(snapshot: Snapshot) -> str:
+def classify(snapshot: Snapshot) -> CommitKind:
     if snapshot.is_compaction:
         return COMPACTION
     if snapshot.operation == Operation.APPEND and snapshot.delete_files_changed == 0:

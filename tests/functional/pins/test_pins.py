@@ -14,7 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.icetime.metadata.points import format_ms
-from tests.helpers import profile_target
+from tests.support import profile_target
 
 SOURCES = """
 version: 2

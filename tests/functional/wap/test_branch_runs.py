@@ -9,15 +9,16 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
-from tests.functional.cdf.support import (
+from tests.support import (
     PackageProject,
     install_package,
+    operation,
+    properties,
     raw_sources,
     rows,
     snapshots,
     sql,
 )
-from tests.functional.clones.support import operation, properties
 
 SOURCES = (
     raw_sources("events")

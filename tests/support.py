@@ -1,0 +1,314 @@
+"""What the tests share: dbt projects and processes, SQL helpers, rebuild oracles, metadata.
+
+The one support module of the suite: test modules import from here (and from the service
+fixtures in ``services.py`` and ``cluster.py``), never from one another.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+import yaml
+from dbt.tests.util import run_dbt_and_capture
+
+from dbt.adapters.icetime.metadata.model import (
+    Ref,
+    Schema,
+    Snapshot,
+    SnapshotLogEntry,
+    TableMetadata,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- dbt projects and processes ----------------------------------------------------------------
+
+DBT = str(Path(sys.executable).with_name("dbt"))
+
+
+@dataclass
+class DbtResult:
+    returncode: int
+    output: str
+
+
+def write_project(root: Path, profile: dict[str, Any], models: dict[str, str]) -> Path:
+    """A minimal dbt project with its own profiles.yml, as `dbt init` would leave it."""
+    (root / "models").mkdir(parents=True, exist_ok=True)
+    (root / "dbt_project.yml").write_text(
+        yaml.safe_dump({"name": "probe", "version": "1.0", "profile": "probe"})
+    )
+    target = {"type": "icetime", "method": "session", "schema": "probe", **profile}
+    (root / "profiles.yml").write_text(
+        yaml.safe_dump({"probe": {"target": "dev", "outputs": {"dev": target}}})
+    )
+    for name, sql in models.items():
+        (root / "models" / name).write_text(sql)
+    return root
+
+
+def run_dbt_process(project: Path, *args: str, env: dict[str, str] | None = None) -> DbtResult:
+    proc = subprocess.run(
+        [DBT, *args, "--project-dir", str(project), "--profiles-dir", str(project)],
+        cwd=project,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return DbtResult(proc.returncode, proc.stdout + proc.stderr)
+
+
+def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
+    """The zero-config icetime profile, pointed at this process's catalog directory."""
+    return {
+        "type": "icetime",
+        "method": "session",
+        "schema": "analytics",
+        "icetime_dir": str(icetime_home),
+        # dbt's docs-generate suite reads the profile user; the session method ignores it.
+        "user": "icetime",
+        "threads": 1,
+        **overrides,
+    }
+
+
+def pyiceberg_catalog(profile: dict[str, Any]) -> Any:
+    """pyiceberg's catalog for an icetime profile target (a catalog the client can open)."""
+    from dbt.adapters.icetime.catalog import CatalogSettings
+    from dbt.adapters.icetime.credentials import IcetimeCredentials
+    from dbt.adapters.icetime.metadata import PyIcebergReader
+
+    keys = {k: v for k, v in profile.items() if k not in ("type", "threads")}
+    settings = CatalogSettings.from_credentials(IcetimeCredentials.from_dict(keys))
+    properties = settings.pyiceberg_properties()
+    assert properties is not None, "the profile's catalog cannot be opened by the client"
+    return PyIcebergReader(settings.name, properties).catalog()
+
+
+# -- SQL on the test schema, and oracles ---------------------------------------------------------
+
+
+SOURCES = """
+version: 2
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: orders
+      - name: customers
+"""
+
+
+def raw_sources(*tables: str) -> str:
+    """sources.yml declaring source `raw` (the test schema) with these tables."""
+    listed = "".join(f"      - name: {table}\n" for table in tables)
+    return (
+        'version: 2\nsources:\n  - name: raw\n    schema: "{{ target.schema }}"\n'
+        f"    tables:\n{listed}"
+    )
+
+
+MOR = (
+    "tblproperties ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+    "'write.merge.mode'='merge-on-read')"
+)
+MOR_V3 = MOR[:-1] + ", 'format-version'='3')"
+COW = "tblproperties ('format-version'='2')"
+
+
+def sql(project: Any, statement: str, fetch: str | None = None) -> Any:
+    return project.run_sql(statement.replace("{s}", f"icetime.{project.test_schema}"), fetch=fetch)
+
+
+def rows(project: Any, query: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in sql(project, query, fetch="all"))
+
+
+def snapshots(project: Any, table: str) -> list[int]:
+    found = sql(
+        project,
+        f"select snapshot_id from {{s}}.{table}.history order by made_current_at",
+        fetch="all",
+    )
+    return [int(r[0]) for r in found]
+
+
+def ref_snapshot(project: Any, table: str, ref: str = "main") -> int:
+    """The snapshot id a ref (``main`` by default) of ``{s}.table`` points at."""
+    found = sql(project, f"select snapshot_id from {{s}}.{table}.refs where name = '{ref}'", "one")
+    return int(found[0])
+
+
+def property_of(project: Any, table: str, key: str) -> str | None:
+    found = sql(project, f"show tblproperties {{s}}.{table}", fetch="all")
+    return next((str(r[1]) for r in found if r[0] == key), None)
+
+
+def assert_equal_sets(project: Any, left: str, right: str) -> None:
+    """``left`` and ``right`` hold the same multiset of rows (EXCEPT ALL both ways)."""
+    schema = f"icetime.{project.test_schema}"
+    left, right = left.replace("{s}", schema), right.replace("{s}", schema)
+    extra = sql(project, f"select * from ({left}) except all select * from ({right})", "all")
+    missing = sql(project, f"select * from ({right}) except all select * from ({left})", "all")
+    assert not extra and not missing, f"only in target: {extra}\nonly in rebuild: {missing}"
+
+
+def compact(project: Any, table: str) -> None:
+    """Rewrite every data file (and apply deletes): an Iceberg `replace` snapshot."""
+    sql(
+        project,
+        f"call icetime.system.rewrite_data_files(table => '{project.test_schema}.{table}', "
+        "options => map('rewrite-all', 'true'))",
+    )
+
+
+def create_orders(project: Any, layout: str, rows: int) -> None:
+    """Install the icetime package and create {s}.orders with ``rows`` open orders."""
+    install_package(project)
+    sql(
+        project,
+        "create table {s}.orders (order_id bigint not null, status string, amount int) "
+        f"using iceberg {layout}",
+    )
+    if rows:
+        sql(
+            project,
+            f"insert into {{s}}.orders select id, 'open', cast(id as int) from range(0, {rows})",
+        )
+
+
+def install_package(project: Any) -> None:
+    """What `dbt deps` does for a local package, without resetting the test's adapter."""
+    packages = Path(project.project_root) / "dbt_packages"
+    packages.mkdir(exist_ok=True)
+    if not (packages / "icetime").exists():
+        (packages / "icetime").symlink_to(ROOT, target_is_directory=True)
+
+
+class PackageProject:
+    @pytest.fixture(scope="class")
+    def packages(self) -> dict[str, Any]:
+        return {"packages": [{"local": str(ROOT)}]}
+
+
+def now_text() -> str:
+    """Now, as an ISO-8601 UTC instant with milliseconds (a pin or older_than value)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- operations, clones and files on disk ---------------------------------------------------------
+
+
+def operation(macro: str, args: dict[str, Any], expect_pass: bool = True) -> str:
+    _, output = run_dbt_and_capture(
+        ["run-operation", f"icetime.{macro}", "--args", json.dumps(args)],
+        expect_pass=expect_pass,
+    )
+    return str(output)
+
+
+def properties(project: Any, table: str) -> dict[str, str]:
+    found = sql(project, f"show tblproperties {table}", fetch="all")
+    return {str(r[0]): str(r[1]) for r in found}
+
+
+def location(project: Any, table: str) -> str:
+    found = sql(project, f"describe table extended {table}", fetch="all")
+    return next(str(r[1]) for r in found if r[0] == "Location")
+
+
+def local(path: str) -> Path:
+    return Path("/" + path.removeprefix("file:").lstrip("/"))
+
+
+def files_under(directory: Path, suffix: str = ".parquet") -> list[Path]:
+    if not directory.exists():
+        return []
+    return [
+        Path(root, f) for root, _, names in os.walk(directory) for f in names if f.endswith(suffix)
+    ]
+
+
+def data_files(project: Any, table: str) -> list[str]:
+    found = sql(project, f"select file_path from {table}.files", fetch="all")
+    return sorted(str(r[0]) for r in found)
+
+
+def tags(project: Any, table: str) -> dict[str, tuple[int, int | None]]:
+    found = sql(
+        project,
+        f"select name, snapshot_id, max_reference_age_in_ms from {table}.refs where type = 'TAG'",
+        fetch="all",
+    )
+    return {str(r[0]): (int(r[1]), None if r[2] is None else int(r[2])) for r in found}
+
+
+def env_for(project: Any, suffix: str = "") -> str:
+    """An environment name unique to this test project (the catalog is shared)."""
+    return "e" + project.test_schema.lower()[4:24].replace("-", "_") + suffix
+
+
+def drop_environments(project: Any) -> None:
+    """Teardown: drop this project's environments before its schema (clones pin sources)."""
+    adapter = project.adapter
+    with adapter.connection_named("__test_cleanup"):
+        environments = adapter.clones().environments
+        for member in environments.records.read():
+            if project.test_schema in member.clone:
+                environments.drop([member])
+
+
+def expire_history(project: Any, table: str) -> None:
+    """Expire every snapshot of ``{s}.table`` but the current one (refs keep theirs)."""
+    moment = (dt.datetime.now() + dt.timedelta(seconds=1)).isoformat(sep=" ")
+    sql(
+        project,
+        f"call icetime.system.expire_snapshots(table => '{project.test_schema}.{table}', "
+        f"older_than => timestamp '{moment}', retain_last => 1)",
+    )
+
+
+class EnvironmentProject(PackageProject):
+    """A test project whose clone environments are dropped after each test."""
+
+    @pytest.fixture(autouse=True)
+    def clean_environments(self, project: Any) -> Any:
+        install_package(project)
+        yield
+        drop_environments(project)
+
+
+# -- synthetic metadata for unit tests ------------------------------------------------------------
+
+
+def synthetic_table(
+    log: list[tuple[int, int]], refs: dict[str, Ref] | None = None
+) -> TableMetadata:
+    """Snapshots 1, 2, 3 committed at 1000, 2000, 3000; ``log`` is (snapshot, made current)."""
+    snapshots = tuple(Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 2, 3))
+    return TableMetadata(
+        identifier="icetime.raw.t",
+        metadata_location="v9.metadata.json",
+        location="file:/w/raw/t",
+        format_version=2,
+        table_uuid="u",
+        last_updated_ms=9000,
+        current_snapshot_id=log[-1][0] if log else None,
+        current_schema_id=0,
+        schemas=(Schema(0, ()),),
+        snapshots=snapshots,
+        snapshot_log=tuple(SnapshotLogEntry(s, t) for s, t in log),
+        refs=MappingProxyType(refs or {}),
+        properties=MappingProxyType({}),
+    )

@@ -150,6 +150,16 @@ def ref_snapshot(project: Any, table: str, ref: str = "main") -> int:
     return int(found[0])
 
 
+def current_metadata_file(project: Any, table: str) -> Path:
+    """The metadata file ``{s}.table`` is at now, on the local disk."""
+    found = sql(
+        project,
+        f"select file from {{s}}.{table}.metadata_log_entries order by timestamp desc limit 1",
+        fetch="one",
+    )
+    return Path("/" + str(found[0]).removeprefix("file:").lstrip("/"))
+
+
 def property_of(project: Any, table: str, key: str) -> str | None:
     found = sql(project, f"show tblproperties {{s}}.{table}", fetch="all")
     return next((str(r[1]) for r in found if r[0] == key), None)

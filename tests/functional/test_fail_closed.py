@@ -30,6 +30,7 @@ from tests.services import PostgresServer, postgres_offline, start_postgres, sto
 from tests.support import (
     ROOT,
     PackageProject,
+    current_metadata_file,
     install_package,
     now_text,
     operation,
@@ -50,14 +51,6 @@ class TestMissingMetadataFile(PackageProject):
     def models(self) -> dict[str, str]:
         return {"sources.yml": raw_sources("events"), "events_cdf.sql": MODEL}
 
-    def current_metadata_file(self, project: Any) -> Path:
-        found = sql(
-            project,
-            "select file from {s}.events.metadata_log_entries order by timestamp desc limit 1",
-            fetch="one",
-        )
-        return Path("/" + str(found[0]).removeprefix("file:").lstrip("/"))
-
     def test_a_missing_metadata_file_stops_the_run_and_changes_nothing(self, project: Any) -> None:
         install_package(project)
         sql(project, "create table {s}.events (id bigint, v string) using iceberg")
@@ -66,7 +59,7 @@ class TestMissingMetadataFile(PackageProject):
         sql(project, "insert into {s}.events values (3, 'c')")
         before = ref_snapshot(project, "events_cdf")
 
-        metadata = self.current_metadata_file(project)
+        metadata = current_metadata_file(project, "events")
         moved = metadata.with_name(metadata.name + ".away")
         metadata.rename(moved)
         try:

@@ -14,7 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.icetime.metadata.points import format_ms
-from tests.support import profile_target
+from tests.support import ROOT, current_metadata_file, profile_target, sql
 
 SOURCES = """
 version: 2
@@ -51,10 +51,6 @@ MODELS = {
         "left join {{ source('raw', 'devices') }} as d on d.id = e.id"
     ),
 }
-
-
-def sql(project: Any, statement: str, fetch: str | None = None) -> Any:
-    return project.run_sql(statement.replace("{s}", f"icetime.{project.test_schema}"), fetch=fetch)
 
 
 def history(project: Any, table: str) -> list[tuple[int, int]]:
@@ -373,13 +369,31 @@ class TestProtectedTarget(PinProject):
         run_pinned(commits[0][0], "count_events", pin_allow_protected_overwrite=True)
         assert sql(project, "select n from {s}.count_events", "one")[0] == 2
 
+    def test_an_unreadable_target_stops_the_guard(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        """Fail closed: a target whose metadata cannot be read is never taken as absent, so
+        the guard cannot be skipped and nothing is written."""
+        run_dbt(["run", "--select", "count_events"])
+        before = history(project, "count_events")
+        metadata = current_metadata_file(project, "count_events")
+        moved = metadata.with_name(metadata.name + ".away")
+        metadata.rename(moved)
+        try:
+            output = run_pinned(commits[0][0], "count_events", expect_pass=False)
+            assert f"Could not read metadata file file:{metadata}" in output, output[-3000:]
+        finally:
+            moved.rename(metadata)
+        assert history(project, "count_events") == before
+        assert sql(project, "select n from {s}.count_events", "one")[0] == 2
+
 
 class TestBuiltFromMacro(PinProject):
     """`icetime.built_from` from the installed icetime package, as a project would call it."""
 
     @pytest.fixture(scope="class")
     def packages(self) -> dict[str, Any]:
-        return {"packages": [{"local": str(Path(__file__).resolve().parents[2])}]}
+        return {"packages": [{"local": str(ROOT)}]}
 
     @pytest.fixture(scope="class")
     def macros(self) -> dict[str, str]:

@@ -1,4 +1,11 @@
-"""Shared fixtures: one embedded Spark session and one Iceberg catalog per test process."""
+"""Shared fixtures: one embedded Spark session and one Iceberg catalog per test process.
+
+The suite runs in parallel worker processes (``pytest -n``, see ``scripts/test.sh``). Each
+worker has its own Spark session and catalog. Work is handed out a class (or a module of plain
+test functions) at a time, so tests that share a class-scoped project run in order on one
+worker, and every test that uses the Spark cluster runs on one worker, so the cluster starts
+once.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,27 @@ from tests.cluster import Cluster
 from tests.support import profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
+
+# Test modules that start or use the Spark standalone cluster: one scope, one worker.
+CLUSTER_MODULES = ("test_integration.py", "test_cluster_reliability.py")
+CLUSTER_SCOPE = "cluster"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The cluster's tests first: the longest scope starts while the others fill the workers."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0].endswith(CLUSTER_MODULES), reverse=True)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::")[0].endswith(CLUSTER_MODULES):
+                return CLUSTER_SCOPE
+            return str(super()._split_scope(nodeid))
+
+    return ByScope(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -303,20 +303,34 @@ class EnvironmentProject(PackageProject):
 
 
 def synthetic_table(
-    log: list[tuple[int, int]], refs: dict[str, Ref] | None = None
+    log: list[tuple[int, int]],
+    refs: dict[str, Ref] | None = None,
+    snapshots: tuple[Snapshot, ...] | None = None,
+    current: int | None = None,
+    schemas: tuple[Schema, ...] = (Schema(0, ()),),
+    table_uuid: str = "u",
 ) -> TableMetadata:
-    """Snapshots 1, 2, 3 committed at 1000, 2000, 3000; ``log`` is (snapshot, made current)."""
-    snapshots = tuple(Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 2, 3))
+    """Table metadata for unit tests. By default snapshots 1, 2, 3 committed at 1000, 2000,
+    3000; ``log`` is the snapshot log, (snapshot, made current); the current snapshot is the
+    log's last, else ``current``, else the last snapshot."""
+    if snapshots is None:
+        snapshots = tuple(
+            Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 2, 3)
+        )
+    if current is None and log:
+        current = log[-1][0]
+    elif current is None and snapshots and not log:
+        current = snapshots[-1].snapshot_id
     return TableMetadata(
         identifier="icetime.raw.t",
         metadata_location="v9.metadata.json",
         location="file:/w/raw/t",
         format_version=2,
-        table_uuid="u",
+        table_uuid=table_uuid,
         last_updated_ms=9000,
-        current_snapshot_id=log[-1][0] if log else None,
+        current_snapshot_id=current,
         current_schema_id=0,
-        schemas=(Schema(0, ()),),
+        schemas=schemas,
         snapshots=snapshots,
         snapshot_log=tuple(SnapshotLogEntry(s, t) for s, t in log),
         refs=MappingProxyType(refs or {}),

@@ -4,9 +4,7 @@
   {{ return(adapter.dispatch('changes', 'icetime')(relation)) }}
 {% endmacro %}
 
-{% macro default__changes(relation) %}
-  {{ icetime_requires_adapter('changes') }}
-{% endmacro %}
+{% macro default__changes(relation) %}{{ icetime_requires_adapter('changes') }}{% endmacro %}
 
 {% macro icetime__changes(relation) %}
   {#- The change rows of an Iceberg upstream since this model's watermark. Columns: the

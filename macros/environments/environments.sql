@@ -5,16 +5,12 @@
   {{ return(adapter.dispatch('create_environment', 'icetime')(env, ttl, from_schema, state, select, at, owner, replace)) }}
 {% endmacro %}
 
-{% macro default__create_environment(env, ttl, from_schema, state, select, at, owner, replace) %}
-  {{ icetime_requires_adapter('create_environment') }}
-{% endmacro %}
+{% macro default__create_environment(env, ttl, from_schema, state, select, at, owner, replace) %}{{ icetime_requires_adapter('create_environment') }}{% endmacro %}
 
 {% macro icetime__create_environment(env, ttl, from_schema, state, select, at, owner, replace) %}
   {#- Clone every Iceberg table of from_schema (or of a --state manifest, or a select of them)
       into <schema>__<env>, recreate the views there against the clones, and record it all. -#}
-  {%- if execute -%}
-    {{ log(adapter.icetime_create_environment(env, ttl, from_schema, state, select, at, owner, replace), info=true) }}
-  {%- endif -%}
+  {%- if execute %}{{ log(adapter.icetime_create_environment(env, ttl, from_schema, state, select, at, owner, replace), info=true) }}{% endif -%}
 {% endmacro %}
 
 
@@ -22,16 +18,12 @@
   {{ return(adapter.dispatch('drop_expired_environments', 'icetime')(env, dry_run, ignore_ttl)) }}
 {% endmacro %}
 
-{% macro default__drop_expired_environments(env, dry_run, ignore_ttl) %}
-  {{ icetime_requires_adapter('drop_expired_environments') }}
-{% endmacro %}
+{% macro default__drop_expired_environments(env, dry_run, ignore_ttl) %}{{ icetime_requires_adapter('drop_expired_environments') }}{% endmacro %}
 
 {% macro icetime__drop_expired_environments(env, dry_run, ignore_ttl) %}
   {#- The janitor: drops expired clones, their protective tags and the files they wrote.
       A dry run (the default) only lists what it would drop. -#}
-  {%- if execute -%}
-    {{ log(adapter.icetime_drop_expired_environments(env, dry_run, ignore_ttl), info=true) }}
-  {%- endif -%}
+  {%- if execute %}{{ log(adapter.icetime_drop_expired_environments(env, dry_run, ignore_ttl), info=true) }}{% endif -%}
 {% endmacro %}
 
 
@@ -39,9 +31,7 @@
   {{ return(adapter.dispatch('environment_report', 'icetime')(env)) }}
 {% endmacro %}
 
-{% macro default__environment_report(env) %}
-  {{ icetime_requires_adapter('environment_report') }}
-{% endmacro %}
+{% macro default__environment_report(env) %}{{ icetime_requires_adapter('environment_report') }}{% endmacro %}
 
 {% macro icetime__environment_report(env) %}
   {#- Per environment and object: bytes shared with the source, written by the clone, and held
@@ -58,15 +48,11 @@
   {{ return(adapter.dispatch('publish', 'icetime')(branch, results)) }}
 {% endmacro %}
 
-{% macro default__publish(branch, results) %}
-  {{ icetime_requires_adapter('publish') }}
-{% endmacro %}
+{% macro default__publish(branch, results) %}{{ icetime_requires_adapter('publish') }}{% endmacro %}
 
 {% macro icetime__publish(branch, results) %}
   {#- Write-audit-publish: fast-forward main to `branch` on every table of the project that has
       it, only if the last `dbt build`/`dbt test --vars '{wap_branch: <branch>}'` passed every
       test (read from target/run_results.json, or `results`). All tables or none. -#}
-  {%- if execute -%}
-    {{ log(adapter.icetime_publish(branch, graph, results), info=true) }}
-  {%- endif -%}
+  {%- if execute %}{{ log(adapter.icetime_publish(branch, graph, results), info=true) }}{% endif -%}
 {% endmacro %}

@@ -4,9 +4,7 @@
   {{ return(adapter.dispatch('expire_snapshots', 'icetime')(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins)) }}
 {% endmacro %}
 
-{% macro default__expire_snapshots(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins) %}
-  {{ icetime_requires_adapter('expire_snapshots') }}
-{% endmacro %}
+{% macro default__expire_snapshots(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins) %}{{ icetime_requires_adapter('expire_snapshots') }}{% endmacro %}
 
 {% macro icetime__expire_snapshots(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins) %}
   {#- Expire snapshots older than `older_than` (a duration such as 30d, or a timestamp), keeping
@@ -14,9 +12,7 @@
       configured pin or pins file holds (the project's target/icetime_pins.json and each file in
       `keep_pins`), listed with the reason. Each expired snapshot's metadata is kept in
       icetime_system.snapshot_history for `keep_history`. -#}
-  {%- if execute -%}
-    {{ log(adapter.icetime_expire_snapshots(graph, model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins), info=true) }}
-  {%- endif -%}
+  {%- if execute %}{{ log(adapter.icetime_expire_snapshots(graph, model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins), info=true) }}{% endif -%}
 {% endmacro %}
 
 
@@ -24,9 +20,7 @@
   {{ return(adapter.dispatch('snapshots_with_expired', 'icetime')(relation)) }}
 {% endmacro %}
 
-{% macro default__snapshots_with_expired(relation) %}
-  {{ icetime_requires_adapter('snapshots_with_expired') }}
-{% endmacro %}
+{% macro default__snapshots_with_expired(relation) %}{{ icetime_requires_adapter('snapshots_with_expired') }}{% endmacro %}
 
 {% macro icetime__snapshots_with_expired(relation) %}
   {#- A query over the live snapshots of `relation` and the ones icetime expired, with an

@@ -4,9 +4,7 @@
   {{ return(adapter.dispatch('history', 'icetime')(model, relation, limit)) }}
 {% endmacro %}
 
-{% macro default__history(model, relation, limit) %}
-  {{ icetime_requires_adapter('history') }}
-{% endmacro %}
+{% macro default__history(model, relation, limit) %}{{ icetime_requires_adapter('history') }}{% endmacro %}
 
 {% macro icetime__history(model, relation, limit) %}
   {#- DESCRIBE HISTORY for an Iceberg table: one row per snapshot-log entry, newest first, with
@@ -24,18 +22,14 @@
   {{ return(adapter.dispatch('diff', 'icetime')(from, to, model, relation, key, rows)) }}
 {% endmacro %}
 
-{% macro default__diff(from, to, model, relation, key, rows) %}
-  {{ icetime_requires_adapter('diff') }}
-{% endmacro %}
+{% macro default__diff(from, to, model, relation, key, rows) %}{{ icetime_requires_adapter('diff') }}{% endmacro %}
 
 {% macro icetime__diff(from, to, model, relation, key, rows) %}
   {#- Two versions of a table side by side: counts of rows only in `from` and only in `to`; with
       `key`, changed rows and the columns that changed; `rows: N` shows up to N of each, changed
       rows as their key and each changed column's old -> new value. `to` defaults to the current
       snapshot. -#}
-  {%- if execute -%}
-    {{ log(adapter.icetime_diff(graph, from, to, model, relation, key, rows), info=true) }}
-  {%- endif -%}
+  {%- if execute %}{{ log(adapter.icetime_diff(graph, from, to, model, relation, key, rows), info=true) }}{% endif -%}
 {% endmacro %}
 
 
@@ -43,9 +37,7 @@
   {{ return(adapter.dispatch('test_retention_covers', 'icetime')(model, days)) }}
 {% endtest %}
 
-{% macro default__test_retention_covers(model, days) %}
-  {{ icetime_requires_adapter('retention_covers') }}
-{% endmacro %}
+{% macro default__test_retention_covers(model, days) %}{{ icetime_requires_adapter('retention_covers') }}{% endmacro %}
 
 {% macro icetime__test_retention_covers(model, days) %}
   {#- Fails when the table's oldest retained snapshot is younger than `days` days: time travel

@@ -4,15 +4,11 @@
   {{ return(adapter.dispatch('restore', 'icetime')(to, model, relation, dry_run)) }}
 {% endmacro %}
 
-{% macro default__restore(to, model, relation, dry_run) %}
-  {{ icetime_requires_adapter('restore') }}
-{% endmacro %}
+{% macro default__restore(to, model, relation, dry_run) %}{{ icetime_requires_adapter('restore') }}{% endmacro %}
 
 {% macro icetime__restore(to, model, relation, dry_run) %}
   {#- Move tables back to a past state (a snapshot id, a timestamp, or tag:/branch:NAME) as a
       metadata operation, after checking every file that state reads still exists. `model` and
       `relation` take one name or a list; all tables are checked before any is changed. -#}
-  {%- if execute -%}
-    {{ log(adapter.icetime_restore(graph, to, model, relation, dry_run), info=true) }}
-  {%- endif -%}
+  {%- if execute %}{{ log(adapter.icetime_restore(graph, to, model, relation, dry_run), info=true) }}{% endif -%}
 {% endmacro %}

@@ -4,9 +4,7 @@
   {{ return(adapter.dispatch('built_from', 'icetime')(relation)) }}
 {%- endmacro %}
 
-{% macro default__built_from(relation) -%}
-  {{ icetime_requires_adapter('built_from') }}
-{%- endmacro %}
+{% macro default__built_from(relation) %}{{ icetime_requires_adapter('built_from') }}{% endmacro %}
 
 {% macro icetime__built_from(relation) -%}
   {#- {"inputs": {"catalog.schema.table": snapshot_id, ...}, "invocation_id": "..."} -#}

@@ -21,6 +21,7 @@ from dbt.adapters.icetime.cdf.reads import ChangelogReads
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
+from tests.support import synthetic_table
 
 UUID = "7c0d0c6e-0000-4000-8000-000000000001"
 
@@ -31,20 +32,8 @@ def snap(sid: int, parent: int | None, op: str, **summary: str) -> Snapshot:
 
 def table(*snapshots: Snapshot, current: int | None = None) -> TableMetadata:
     schema = Schema(0, (SchemaField(1, "id", "long", True),))
-    return TableMetadata(
-        identifier="icetime.raw.orders",
-        metadata_location="m.json",
-        location="/w",
-        format_version=2,
-        table_uuid=UUID,
-        last_updated_ms=0,
-        current_snapshot_id=current if current is not None else snapshots[-1].snapshot_id,
-        current_schema_id=0,
-        schemas=(schema,),
-        snapshots=snapshots,
-        snapshot_log=(),
-        refs={},
-        properties={},
+    return synthetic_table(
+        [], snapshots=snapshots, current=current, schemas=(schema,), table_uuid=UUID
     )
 
 

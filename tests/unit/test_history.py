@@ -9,7 +9,8 @@ from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.log import entries, last_data_change_ms
 from dbt.adapters.icetime.history.operations import expiry_cutoff, key_columns
 from dbt.adapters.icetime.history.targets import parse_relation, resolve_targets
-from dbt.adapters.icetime.metadata import Ref, Snapshot, SnapshotLogEntry, TableMetadata, TableName
+from dbt.adapters.icetime.metadata import Ref, Snapshot, TableMetadata, TableName
+from tests.support import synthetic_table
 
 T = TableName("icetime", "raw", "orders")
 
@@ -21,21 +22,7 @@ def snap(
 
 
 def table(snaps: list[Snapshot], log: list[tuple[int, int]], refs: dict[str, Ref]) -> TableMetadata:
-    return TableMetadata(
-        identifier="icetime.raw.orders",
-        metadata_location="m.json",
-        location="file:/wh/raw/orders",
-        format_version=2,
-        table_uuid="u",
-        last_updated_ms=0,
-        current_snapshot_id=log[-1][0],
-        current_schema_id=0,
-        schemas=(),
-        snapshots=tuple(snaps),
-        snapshot_log=tuple(SnapshotLogEntry(s, t) for s, t in log),
-        refs=refs,
-        properties={},
-    )
+    return synthetic_table(log, refs, snapshots=tuple(snaps), schemas=())
 
 
 LINE = [snap(1, None, 100), snap(2, 1, 200), snap(3, 2, 300), snap(4, 3, 400)]

@@ -14,17 +14,9 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.icetime.metadata.points import format_ms
-from tests.support import ROOT, current_metadata_file, profile_target, sql
+from tests.support import ROOT, current_metadata_file, profile_target, raw_sources, sql
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: events
-      - name: devices
-"""
+SOURCES = raw_sources("events", "devices")
 
 MODELS = {
     "sources.yml": SOURCES,

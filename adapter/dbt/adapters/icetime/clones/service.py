@@ -126,22 +126,19 @@ def retain_minutes(snapshot_ms: int, expires_ms: int) -> int:
     return max(1, math.ceil((expires_ms - snapshot_ms) / MINUTE_MS) + 1)
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
 class Cloner:
-    def __init__(
-        self,
-        reader: MetadataReader,
-        files: FileAccess,
-        execute: Callable[[str], object],
-        catalog: str | None,
-        warehouse: str | None,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-    ) -> None:
-        self.reader = reader
-        self.files = files
-        self.execute = execute
-        self.catalog = catalog
-        self.warehouse = warehouse
-        self.now_ms = now_ms
+    reader: MetadataReader
+    files: FileAccess
+    execute: Callable[[str], object]
+    catalog: str | None
+    # Where new tables go when the catalog is icetime's own (None: beside the source).
+    warehouse: str | None
+    now_ms: Callable[[], int] = _now_ms
 
     # -- creating -------------------------------------------------------------------------------
 

@@ -40,20 +40,14 @@ class Restore:
     check_seconds: float  # how long checking that every file after the restore exists took
 
 
+@dataclass
 class Restorer:
-    def __init__(
-        self,
-        reader: MetadataReader,
-        files: SnapshotFiles,
-        execute: Callable[[str], object],
-        catalog: str | None,
-        clock: Callable[[], float],
-    ) -> None:
-        self.reader = reader
-        self.files = files
-        self.execute = execute
-        self.catalog = catalog
-        self.clock = clock
+    reader: MetadataReader
+    files: SnapshotFiles
+    execute: Callable[[str], object]
+    catalog: str | None
+    # Seconds, for timing the file check apart from the restore.
+    clock: Callable[[], float]
 
     def plan(self, table: TableName, point: Point, now_ms: int) -> Restore:
         try:

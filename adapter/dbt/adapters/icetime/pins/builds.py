@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.icetime import errors, properties
@@ -30,22 +31,16 @@ def built_from(metadata: TableMetadata) -> dict[str, Any]:
     return dict(json.loads(raw)) if raw else {}
 
 
+@dataclass
 class Builds:
-    def __init__(
-        self,
-        services: Services,
-        session: PinSession,
-        protected: bool,
-        exists: Callable[[TableName], bool],
-    ) -> None:
-        self.services = services
-        self.session = session
-        # Whether this target is marked `protected: true` in the profile.
-        self.protected = protected
-        # Whether a relation (a view, say) exists, from dbt's cache.
-        self.exists = exists
-        # Per model being built: the table's metadata file before the build (None: no table).
-        self._before: dict[str, str | None] = {}
+    services: Services
+    session: PinSession
+    # Whether this target is marked `protected: true` in the profile.
+    protected: bool
+    # Whether a relation (a view, say) exists, from dbt's cache.
+    exists: Callable[[TableName], bool]
+    # Per model being built: the table's metadata file before the build (None: no table).
+    _before: dict[str, str | None] = field(default_factory=dict)
 
     def before(self, node: Any) -> None:
         """Guard the model's target, and remember where its table stood."""

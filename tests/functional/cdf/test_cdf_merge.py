@@ -131,6 +131,8 @@ class CdfMergeBase(PackageProject):
             f"reading {len(expected)} data files ({sum(sizes[p] for p in expected):,} bytes)"
             in output
         )
+        # One prefix: the adapter logger's own.
+        assert "icetime adapter: changes of" in output and "icetime: changes of" not in output
 
 
 class TestCdfMergeCopyOnWrite(CdfMergeBase):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from multiprocessing.context import SpawnContext
 from pathlib import Path
@@ -46,6 +47,7 @@ from dbt.adapters.icetime.metadata import (
     TableName,
     choose_reader,
 )
+from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.builds import Builds, built_from
 from dbt.adapters.icetime.pins.reads import pinned_read
@@ -183,6 +185,13 @@ class IcetimeAdapter(SparkAdapter):
         node = getattr(config, "model", None)
         if node is not None and self._pin_session is not None:
             self.builds().after(node)
+
+    @available
+    def icetime_evolution(self, relation: BaseRelation, columns: list[Any]) -> dict[str, Any]:
+        """How ``relation``'s columns become ``columns`` ({name, type}) in place, if they can."""
+        current = [(c.name, c.data_type) for c in self.get_columns_in_relation(relation)]
+        found = plan_evolution(current, [(c["name"], c["type"]) for c in columns])
+        return asdict(found)
 
     # -- pinned runs (pins/) --------------------------------------------------------------------
 

@@ -1,0 +1,178 @@
+"""A reloaded seed, or a fully refreshed model, is the same Iceberg table with one more commit.
+
+Seeds are where raw data often enters a dbt project. Reloading one must keep what pins, change
+feeds and clones rely on: the table's identity, its history and its tags.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from dbt.adapters.icetime.metadata import TableName
+from tests.support import (
+    EnvironmentProject,
+    env_for,
+    operation,
+    rows,
+    snapshots,
+    sql,
+    tags,
+)
+
+CUSTOMERS_V1 = "id,name,tier\n1,ada,gold\n2,bob,silver\n3,cy,bronze\n"
+# 2 changed, 3 deleted, 4 added.
+CUSTOMERS_V2 = "id,name,tier\n1,ada,gold\n2,bob,gold\n4,dee,silver\n"
+# A column added: evolved in place.
+CUSTOMERS_V3 = "id,name,tier,since\n1,ada,gold,2020-01-01\n2,bob,gold,2021-06-30\n"
+# id becomes text: Iceberg cannot change bigint to string in place.
+CUSTOMERS_V4 = "id,name,tier,since\nc1,ada,gold,2020-01-01\n"
+
+MODELS = {
+    "customers_latest.sql": (
+        "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"
+        "select id, name, tier, _change_type from {{ icetime.changes(ref('raw_customers')) }}"
+    ),
+    "customer_tiers.sql": (
+        "{{ config(materialized='table') }}\n"
+        "select tier, count(*) as n from {{ ref('raw_customers') }} group by tier"
+    ),
+    "tier_log.sql": (
+        "{{ config(materialized='incremental', unique_key='tier') }}\n"
+        "select tier, count(*) as n from {{ ref('raw_customers') }} group by tier"
+    ),
+}
+
+
+def uuid_of(project: Any, table: str) -> str:
+    name = TableName("icetime", project.test_schema, table)
+    return str(project.adapter.metadata_reader().table(name).table_uuid)
+
+
+def write_seed(project: Any, content: str) -> None:
+    Path(project.project_root, "seeds", "raw_customers.csv").write_text(content)
+
+
+class TestSeedReloads(EnvironmentProject):
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"raw_customers.csv": CUSTOMERS_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return MODELS
+
+    def test_a_reloaded_seed_keeps_its_history_tags_clones_and_change_feed(
+        self, project: Any
+    ) -> None:
+        schema = project.test_schema
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        table = f"{schema}.raw_customers"
+        identity = uuid_of(project, "raw_customers")
+        first = snapshots(project, "raw_customers")
+        operation("tag", {"name": "eod-1", "relation": table})
+        env = env_for(project)
+        operation("create_environment", {"env": env, "ttl": "1h", "from_schema": schema})
+        clone = f"icetime.{schema}__{env}.raw_customers"
+
+        # The reload: one overwrite commit on the same table, while a clone reads its files.
+        write_seed(project, CUSTOMERS_V2)
+        run_dbt(["seed"])
+        assert uuid_of(project, "raw_customers") == identity
+        history = snapshots(project, "raw_customers")
+        assert history[: len(first)] == first and len(history) == len(first) + 1
+        assert "eod-1" in tags(project, f"icetime.{table}")
+        assert any(t.startswith("icetime_clone:") for t in tags(project, f"icetime.{table}"))
+        operation_row = sql(
+            project,
+            f"select operation, parent_id from {{s}}.raw_customers.snapshots "
+            f"where snapshot_id = {history[-1]}",
+            "one",
+        )
+        assert tuple(operation_row) == ("overwrite", first[-1])
+        assert rows(project, f"select id, tier from {clone}") == [
+            (1, "gold"),
+            (2, "silver"),
+            (3, "bronze"),
+        ]
+
+        # The change feed applies the reload as changes; the pinned replay reads the tag.
+        _, output = run_dbt_and_capture(["run"])
+        assert "from scratch" not in output and "history gap" not in output
+        expected = [(1, "ada", "gold"), (2, "bob", "gold"), (4, "dee", "silver")]
+        assert rows(project, "select id, name, tier from {s}.customers_latest") == expected
+        run_dbt(["run", "--select", "customer_tiers", "--vars", '{pin_snapshot: "tag:eod-1"}'])
+        assert rows(project, "select tier, n from {s}.customer_tiers") == [
+            ("bronze", 1),
+            ("gold", 1),
+            ("silver", 1),
+        ]
+
+    def test_new_columns_evolve_in_place_and_an_impossible_type_change_says_so(
+        self, project: Any
+    ) -> None:
+        identity = uuid_of(project, "raw_customers")
+        before = snapshots(project, "raw_customers")
+        write_seed(project, CUSTOMERS_V3)
+        run_dbt(["seed"])
+        assert uuid_of(project, "raw_customers") == identity
+        assert snapshots(project, "raw_customers")[: len(before)] == before
+        assert rows(project, "select id, since from {s}.raw_customers") == [
+            (1, dt.date(2020, 1, 1)),
+            (2, dt.date(2021, 6, 30)),
+        ]
+
+        write_seed(project, CUSTOMERS_V4)
+        _, output = run_dbt_and_capture(["seed"])
+        assert "id bigint -> string, which Iceberg cannot evolve in place" in output
+        assert "replacing the table" in output
+        assert uuid_of(project, "raw_customers") == identity
+        assert rows(project, "select id, name from {s}.raw_customers") == [("c1", "ada")]
+        # The table keeps the snapshots from before the replace.
+        assert set(before) <= set(
+            r[0] for r in sql(project, "select snapshot_id from {s}.raw_customers.snapshots", "all")
+        )
+
+
+class TestFullRefreshKeepsTheTable(EnvironmentProject):
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"raw_customers.csv": CUSTOMERS_V1}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"tier_log.sql": MODELS["tier_log.sql"]}
+
+    def test_full_refresh_replaces_in_one_commit_keeping_history_and_tags(
+        self, project: Any
+    ) -> None:
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        table = f"{project.test_schema}.tier_log"
+        identity = uuid_of(project, "tier_log")
+        before = snapshots(project, "tier_log")
+        operation("tag", {"name": "kept", "relation": table})
+        env = env_for(project)
+        operation(
+            "create_environment", {"env": env, "ttl": "1h", "from_schema": project.test_schema}
+        )
+        write_seed(project, CUSTOMERS_V2)
+        run_dbt(["seed"])
+        run_dbt(["run", "--full-refresh"])
+        assert uuid_of(project, "tier_log") == identity
+        assert "kept" in tags(project, f"icetime.{table}")
+        assert set(before) <= set(
+            r[0] for r in sql(project, "select snapshot_id from {s}.tier_log.snapshots", "all")
+        )
+        assert rows(project, "select tier, n from {s}.tier_log") == [("gold", 2), ("silver", 1)]
+        clone = f"icetime.{project.test_schema}__{env}.tier_log"
+        assert rows(project, f"select tier, n from {clone}") == [
+            ("bronze", 1),
+            ("gold", 1),
+            ("silver", 1),
+        ]

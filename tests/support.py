@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from dbt.tests.util import run_dbt_and_capture
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.icetime.metadata.model import (
     Ref,
@@ -218,6 +219,16 @@ def now_text() -> str:
 
 
 # -- operations, clones and files on disk ---------------------------------------------------------
+
+
+def run_failing(args: list[str]) -> str:
+    """What a dbt command that must fail says: its log when a node failed, or the error that
+    stopped it before any node ran (a pin that cannot be resolved, say)."""
+    try:
+        _, output = run_dbt_and_capture(args, expect_pass=False)
+    except DbtRuntimeError as exc:
+        return str(exc)
+    return str(output)
 
 
 def operation(macro: str, args: dict[str, Any], expect_pass: bool = True) -> str:

@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt
 
-from tests.support import PackageProject, install_package, raw_sources, sql
+from tests.support import PackageProject, install_package, raw_sources, run_failing, sql
 
 TTL_FORMS = "positive whole number followed by m (minutes), h (hours), d (days) or w (weeks)"
 PIN_FORMS = "Accepted forms: an ISO-8601 timestamp"
@@ -317,7 +317,7 @@ class TestBadInputCatalogue(PackageProject):
 
     def refused(self, project: Any, args: list[str], fragments: tuple[str, ...]) -> None:
         before = self.current_snapshots(project)
-        _, output = run_dbt_and_capture(args, expect_pass=False)
+        output = run_failing(args)
         for fragment in fragments:
             assert fragment in output, f"{fragment!r} not in:\n{output[-3000:]}"
         assert self.current_snapshots(project) == before

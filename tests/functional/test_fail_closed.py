@@ -37,6 +37,7 @@ from tests.support import (
     raw_sources,
     ref_snapshot,
     run_dbt_process,
+    run_failing,
     sql,
 )
 
@@ -63,7 +64,7 @@ class TestMissingMetadataFile(PackageProject):
         moved = metadata.with_name(metadata.name + ".away")
         metadata.rename(moved)
         try:
-            _, output = run_dbt_and_capture(["run"], expect_pass=False)
+            output = run_failing(["run"])
             assert f"Could not read metadata file file:{metadata}" in output, output[-3000:]
             assert "from scratch" not in output
             assert ref_snapshot(project, "events_cdf") == before
@@ -112,7 +113,7 @@ class TestLockedSqliteCatalog(PackageProject):
         relation = f"{project.test_schema}.events"
 
         with catalog_locked(icetime_home / "catalog.db"):
-            _, output = run_dbt_and_capture(["run"], expect_pass=False)
+            output = run_failing(["run"])
             assert f"The Iceberg catalog database {icetime_home / 'catalog.db'} is locked" in output
             assert "from scratch" not in output
             args = {"relation": relation, "older_than": now_text()}

@@ -36,6 +36,7 @@ from tests.support import (
     raw_sources,
     ref_snapshot,
     rows,
+    run_failing,
     snapshots,
     sql,
     tags,
@@ -150,14 +151,14 @@ class TestPinsAgainstExpiry(PackageProject):
         # An instant whose snapshot expired: the SPEC's "expired" error, nothing built.
         built = snapshots(project, "counted")
         pin = {"pin_snapshot": first_at.isoformat()}
-        _, output = run_dbt_and_capture(["run", "--vars", json.dumps(pin)], expect_pass=False)
+        output = run_failing(["run", "--vars", json.dumps(pin)])
         assert "expired or never existed" in output and "The oldest retained snapshot" in output
 
         # Expired behind icetime's back (Iceberg's own procedure): replaying the file fails
         # with the same words and builds nothing; it never reads another snapshot.
         expire_history(project, "events")
         replay = {"pin_snapshot": "@pins/replay.json"}
-        _, output = run_dbt_and_capture(["run", "--vars", json.dumps(replay)], expect_pass=False)
+        output = run_failing(["run", "--vars", json.dumps(replay)])
         assert f"snapshot id {second}: no such snapshot in" in output
         assert "(expired or never existed)" in output
         assert snapshots(project, "counted") == built

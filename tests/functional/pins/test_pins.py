@@ -14,7 +14,14 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.icetime.metadata.points import format_ms
-from tests.support import ROOT, current_metadata_file, profile_target, raw_sources, sql
+from tests.support import (
+    ROOT,
+    current_metadata_file,
+    profile_target,
+    raw_sources,
+    run_failing,
+    sql,
+)
 
 SOURCES = raw_sources("events", "devices")
 
@@ -64,8 +71,10 @@ def run_pinned(pin: Any, *select: str, expect_pass: bool = True, **more_vars: An
     args = ["run", "--vars", json.dumps({"pin_snapshot": pin, **more_vars})]
     if select:
         args += ["--select", *select]
-    _, output = run_dbt_and_capture(args, expect_pass=expect_pass)
-    return output
+    if not expect_pass:
+        return run_failing(args)
+    _, output = run_dbt_and_capture(args)
+    return str(output)
 
 
 def compiled(project: Any, model: str) -> str:

@@ -396,6 +396,11 @@ PIN_ON_VIEW = (
     "inputs (e.g. dbt run -s +<model>)."
 )
 PIN_UNREADABLE = "Cannot pin {table} for this run: {reason}"
+PIN_TABLE_MISSING = "{point} for {table}: {reason}{hint}"
+NOT_BUILT_HERE = (
+    " It is not built in this target: build it here, or read production's with --defer "
+    "--state <production's target directory>."
+)
 BAD_SCHEMA_MODE = "{where}: {mode!r} is not a schema mode; accepted: {accepted}."
 NO_PINS_FILE = "{where}: no such file {path}."
 PINS_FILE_UNREADABLE = "{where}: {path} is not a readable JSON pins file: {reason}."

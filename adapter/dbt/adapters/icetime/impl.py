@@ -51,10 +51,11 @@ from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.builds import Builds, built_from
 from dbt.adapters.icetime.pins.reads import pinned_read
-from dbt.adapters.icetime.pins.session import PinSession
+from dbt.adapters.icetime.pins.session import Deferral, PinSession
+from dbt.adapters.icetime.pins.spec import PIN_VAR
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.retention import Retention
-from dbt.adapters.icetime.services import Services, project_root
+from dbt.adapters.icetime.services import Services, project_root, run_flags, run_selection
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 SHOW_RELATIONS_MACRO = "icetime__show_relations"
@@ -222,9 +223,33 @@ class IcetimeAdapter(SparkAdapter):
         )
         return read
 
+    def set_relations_cache(
+        self,
+        relation_configs: Iterable[RelationConfig],
+        clear: bool = True,
+        required_schemas: Any = None,
+    ) -> None:
+        """dbt fills its relation cache before any node runs: resolve the run's pins then, so a
+        pin that cannot be resolved stops the run once, before anything is built."""
+        super().set_relations_cache(relation_configs, clear, required_schemas)
+        graph = getattr(getattr(self, "_macro_resolver", None), "flat_graph", None)
+        if graph:
+            self.pin_session().prepare_early(graph, run_selection(), self._pin_var())
+
+    def _pin_var(self) -> Any:
+        """``var('pin_snapshot')`` as the run's models see it: --vars, else the project's."""
+        if PIN_VAR in self.config.cli_vars:
+            return self.config.cli_vars[PIN_VAR]
+        return self.config.vars.to_dict().get(PIN_VAR)
+
     def pin_session(self) -> PinSession:
         if self._pin_session is None:
             root = Path(project_root(self.config))
+            flags = run_flags()
+            deferral = None
+            if getattr(flags, "DEFER", False):
+                favor = bool(getattr(flags, "FAVOR_STATE", False))
+                deferral = Deferral(favor_state=favor, exists=self._exists)
             self._pin_session = PinSession(
                 reader=self.metadata_reader(),
                 catalog=self.icetime_catalog(),
@@ -233,6 +258,7 @@ class IcetimeAdapter(SparkAdapter):
                 load_pins_file=lambda path: record.load(path, str(root)),
                 invocation_id=get_invocation_id(),
                 branch=self.wap_branch(),
+                deferral=deferral,
             )
         return self._pin_session
 

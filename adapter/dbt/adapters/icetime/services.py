@@ -39,15 +39,27 @@ class Services:
     invocation_id: str
 
 
+def run_flags() -> Any:
+    """The flags of the running dbt command (None outside one)."""
+    try:
+        from dbt.flags import get_flags
+
+        return get_flags()  # type: ignore[no-untyped-call]
+    except Exception:  # flags are not set outside a dbt command
+        return None
+
+
+def run_selection() -> list[str]:
+    """The unique ids the running dbt command selected (its ``selected_resources``)."""
+    from dbt import selected_resources
+
+    return list(selected_resources.SELECTED_RESOURCES)
+
+
 def project_root(config: Any) -> str:
     """The dbt project's directory (where ``.icetime/`` and ``target/`` live by default)."""
     root = getattr(config, "project_root", None)
     if root:
         return str(root)
-    try:
-        from dbt.flags import get_flags
-
-        project_dir = getattr(get_flags(), "PROJECT_DIR", None)  # type: ignore[no-untyped-call]
-    except Exception:  # flags are not set outside a dbt command
-        project_dir = None
+    project_dir = getattr(run_flags(), "PROJECT_DIR", None)
     return str(project_dir or os.getcwd())

@@ -29,7 +29,7 @@ from dbt.adapters.icetime.cdf.reads import (
 from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.state import forget_state, write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
-from dbt.adapters.icetime.pins.session import PinSession, collect_inputs
+from dbt.adapters.icetime.pins.session import PinSession
 from dbt.adapters.icetime.services import Services
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -181,10 +181,10 @@ class CdfSession:
         self, run: CdfRun, model: Mapping[str, Any], graph: Mapping[str, Any], config: CdfConfig
     ) -> None:
         node_id = model["unique_id"]
-        inputs = collect_inputs(graph, [node_id], self.services.catalog)
+        session = self.pins()
+        inputs = session.inputs_of(graph, [node_id])
         if not inputs:
             raise errors.ConfigurationError(errors.RECOMPUTE_WITHOUT_UPSTREAM.format(model=node_id))
-        session = self.pins()
         for index, (key, item) in enumerate(sorted(inputs.items())):
             if item.is_view:
                 raise errors.ConfigurationError(

@@ -36,6 +36,28 @@ class Input:
     names: tuple[str, ...]
     own_point: Point | None  # the input's own pin_snapshot config/meta
     is_view: bool
+    # A model, seed or snapshot (built by dbt in some target), not a source.
+    is_built: bool = False
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """dbt's ``--defer`` rule: a node this run does not build is read from the state's
+    relation when the state favours it (``--favor-state``), or when the node's own relation
+    does not exist in this target. Pins follow the relation dbt actually reads."""
+
+    favor_state: bool
+    # Whether a relation exists in this target (dbt's relation cache).
+    exists: Callable[[TableName], bool]
+
+    def table(self, node: Mapping[str, Any], own: TableName, selected: set[str]) -> TableName:
+        state = node.get("defer_relation")
+        if not state:
+            return own
+        if (self.favor_state and node.get("unique_id") not in selected) or not self.exists(own):
+            kind = node.get("resource_type")
+            return TableName.from_node({**state, "resource_type": kind}, own.catalog)
+        return own
 
 
 @dataclass(frozen=True)
@@ -58,8 +80,11 @@ class PinSession:
         load_pins_file: Callable[[str], PinRequest],
         invocation_id: str | None = None,
         branch: str | None = None,
+        deferral: Deferral | None = None,
     ) -> None:
         self.reader = reader
+        # With --defer: which relation a node this run does not build is read from.
+        self.deferral = deferral
         # A write-audit-publish run's branch: inputs that have it are read at its head.
         self.branch = branch
         self.catalog = catalog
@@ -87,13 +112,23 @@ class PinSession:
             try:
                 self._requested = raw_request
                 self._request = self._parse_request(raw_request)
-                inputs = collect_inputs(graph, selected, self.catalog)
+                inputs = self.inputs_of(graph, selected)
                 self._resolve_all(inputs, all_names(graph, self.catalog))
             except PinError as exc:
                 self._failure = exc
                 raise
             self._prepared = True
             self._write()
+
+    def prepare_early(self, graph: Mapping[str, Any], selected: list[str], requested: Any) -> None:
+        """Resolve before any node runs, when the selected nodes read Iceberg inputs (a command
+        that reads none, such as `dbt seed`, leaves the last run's pins file alone)."""
+        if self.inputs_of(graph, selected):
+            self.prepare(requested, graph, selected)
+
+    def inputs_of(self, graph: Mapping[str, Any], selected: list[str]) -> dict[str, Input]:
+        """The Iceberg inputs of the selected nodes, as this run reads them (deferred or not)."""
+        return collect_inputs(graph, selected, self.catalog, self.deferral)
 
     @property
     def explicit(self) -> bool:
@@ -150,7 +185,12 @@ class PinSession:
         except TableNotFoundError as exc:
             if point is None:
                 return None  # not an Iceberg table of the catalog: nothing to pin
-            raise PinError(f"{point.describe()} for {item.table}: {exc.msg}") from exc
+            hint = errors.NOT_BUILT_HERE if item.is_built else ""
+            raise PinError(
+                errors.PIN_TABLE_MISSING.format(
+                    point=point.describe(), table=item.table, reason=exc.msg, hint=hint
+                )
+            ) from exc
         except MetadataError as exc:
             # Unreadable is not absent: reading it unpinned could mix snapshots in one run.
             raise PinError(errors.PIN_UNREADABLE.format(table=item.table, reason=exc.msg)) from exc
@@ -229,12 +269,16 @@ class PinSession:
 
 
 def collect_inputs(
-    graph: Mapping[str, Any], selected: list[str], catalog: str | None
+    graph: Mapping[str, Any],
+    selected: list[str],
+    catalog: str | None,
+    deferral: Deferral | None = None,
 ) -> dict[str, Input]:
     """The Iceberg inputs of the selected nodes, keyed by their full table name.
 
     Ephemeral models are inlined into the nodes that use them, so their inputs count as the
-    selected node's own.
+    selected node's own. With a ``deferral``, a node this run does not build is the relation
+    dbt reads for it.
     """
     nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
     chosen = set(selected)
@@ -251,6 +295,11 @@ def collect_inputs(
             pending.extend(_deps(target))
             continue
         item = input_for(target, catalog)
+        if item is not None and deferral is not None and item.is_built:
+            read = deferral.table(target, item.table, chosen)
+            if read != item.table:
+                names = (str(read), read.short, *item.names)
+                item = Input(read, names, item.own_point, item.is_view, item.is_built)
         if item is not None:
             inputs.setdefault(str(item.table), item)
     return inputs
@@ -277,7 +326,7 @@ def input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:
     own = config.get("pin_snapshot") or (config.get("meta") or {}).get("pin_snapshot")
     own = own or (node.get("meta") or {}).get("pin_snapshot")
     own_point = pin_point(own, f"pin_snapshot of {node['unique_id']}") if own else None
-    return Input(table, tuple(names), own_point, materialized == "view")
+    return Input(table, tuple(names), own_point, materialized == "view", resource != "source")
 
 
 def all_names(graph: Mapping[str, Any], catalog: str | None) -> set[str]:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.icetime.errors import PinError
-from dbt.adapters.icetime.metadata.model import (
-    Ref,
-)
+from dbt.adapters.icetime.metadata.model import Ref, Snapshot, TableMetadata
 from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp
-from dbt.adapters.icetime.metadata.resolve import resolve
+from dbt.adapters.icetime.metadata.resolve import Archive, ArchivedSnapshot, resolve
 from tests.support import synthetic_table as table
 
 NOW = 10_000
@@ -74,4 +72,47 @@ def test_refs() -> None:
 
 def test_empty_table_has_nothing_to_pin() -> None:
     with pytest.raises(PinError, match=r"icetime\.raw\.t has no snapshots"):
-        resolve(table([]), AtTimestamp(500), NOW)
+        resolve(table([], snapshots=()), AtTimestamp(500), NOW)
+
+
+def expired_middle() -> tuple[TableMetadata, Archive]:
+    """Snapshot 1 is kept by a tag; 2 and 3 expired (archived); 4 and 5 are live. Expiry
+    trimmed the snapshot log to 4 and 5."""
+    live = tuple(
+        Snapshot(i, parent, i, i * 1000, f"m{i}.avro", 0)
+        for i, parent in ((1, None), (4, 3), (5, 4))
+    )
+    meta = table([(4, 4000), (5, 5000)], snapshots=live)
+    archived = [ArchivedSnapshot(2, 1, 2000), ArchivedSnapshot(3, 2, 3000)]
+    return meta, lambda _: archived
+
+
+def test_timestamp_before_the_trimmed_log_reaches_a_kept_snapshot() -> None:
+    meta, archive = expired_middle()
+    assert resolve(meta, AtTimestamp(1500), NOW, archive).snapshot_id == 1
+    assert resolve(meta, AtTimestamp(4500), NOW, archive).snapshot_id == 4
+
+
+def test_timestamp_at_an_expired_snapshot_names_it_and_the_nearest_kept_ones() -> None:
+    meta, archive = expired_middle()
+    with pytest.raises(PinError) as raised:
+        resolve(meta, AtTimestamp(2500), NOW, archive)
+    message = str(raised.value)
+    assert "snapshot 2, committed at 1970-01-01T00:00:02.000Z, was current then" in message
+    assert "it has expired" in message
+    assert "before it, 1 at 1970-01-01T00:00:01.000Z" in message
+    assert "after it, 4 at 1970-01-01T00:00:04.000Z" in message
+
+
+def test_timestamp_before_all_history_says_what_is_retained() -> None:
+    meta, archive = expired_middle()
+    with pytest.raises(PinError) as raised:
+        resolve(meta, AtTimestamp(500), NOW, archive)
+    message = str(raised.value)
+    assert "expired or never existed" in message
+    assert (
+        "The oldest retained snapshot of icetime.raw.t is 1 at 1970-01-01T00:00:01.000Z" in message
+    )
+    # Without the archive the chain breaks at 3: nothing older can be told apart.
+    with pytest.raises(PinError, match="expired or never existed"):
+        resolve(meta, AtTimestamp(1500), NOW)

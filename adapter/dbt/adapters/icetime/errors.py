@@ -223,7 +223,12 @@ NO_SUCH_REF = "pin_snapshot {point}: {table} has no {kind} '{name}' ({plural} it
 NO_SNAPSHOTS = "{table} has no snapshots."
 RETAINED_SNAPSHOTS = (
     "The oldest retained snapshot of {table} is {oldest} at {oldest_at}; the newest is "
-    "{newest} at {newest_at} ({count} in its snapshot log)."
+    "{newest} at {newest_at} ({count} retained)."
+)
+INSTANT_EXPIRED = (
+    "pin_snapshot {point} for {table}: snapshot {snapshot}, committed at {committed}, was "
+    "current then, and it has expired (icetime's archive of expired snapshots records it). The "
+    "nearest retained snapshots: {nearest}."
 )
 
 # -- arguments (args.py) -------------------------------------------------------------------------
@@ -306,6 +311,7 @@ BAD_KEEP_PINS = (
     "keep_pins {value!r} is not accepted: a pins file path or a list of them (files a dbt run "
     "wrote as target/{file})."
 )
+ARCHIVE_UNREADABLE = "Could not read icetime's archive of expired snapshots {archive}: {reason}"
 BAD_RETAIN_LAST = (
     "retain_last {value!r} is not accepted: use a whole number of at least 1 (the current "
     "snapshot is always kept)."

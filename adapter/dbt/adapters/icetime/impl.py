@@ -48,6 +48,7 @@ from dbt.adapters.icetime.metadata import (
     choose_reader,
 )
 from dbt.adapters.icetime.metadata.evolution import plan_evolution
+from dbt.adapters.icetime.metadata.resolve import ArchivedSnapshot
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.builds import Builds, built_from
 from dbt.adapters.icetime.pins.reads import pinned_read
@@ -259,8 +260,13 @@ class IcetimeAdapter(SparkAdapter):
                 invocation_id=get_invocation_id(),
                 branch=self.wap_branch(),
                 deferral=deferral,
+                archive=self._archived,
             )
         return self._pin_session
+
+    def _archived(self, metadata: TableMetadata) -> list[ArchivedSnapshot]:
+        archive = expire.Archive(self.icetime_catalog(), self.execute)
+        return archive.snapshots_of(metadata.table_uuid, self._fetch_rows)
 
     def builds(self) -> Builds:
         if self._builds is None:

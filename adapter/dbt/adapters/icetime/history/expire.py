@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.metadata import Snapshot, TableMetadata, TableName
+from dbt.adapters.icetime.metadata.resolve import ArchivedSnapshot
 from dbt.adapters.icetime.sql import sql_literal
 
 ARCHIVE_TABLE = "snapshot_history"
@@ -32,6 +34,7 @@ ARCHIVE_FIELDS = (
     ("manifest_list", "string"),
     ("expired_at", "timestamp"),
 )
+Fetch = Callable[[str], Sequence[Sequence[Any]]]
 ARCHIVE_COLUMNS = ", ".join(f"{name} {kind}" for name, kind in ARCHIVE_FIELDS)
 
 
@@ -76,6 +79,26 @@ class Archive:
     def __init__(self, catalog: str | None, execute: Callable[[str], object]) -> None:
         self.name = TableName(catalog, system.NAMESPACE, ARCHIVE_TABLE)
         self.execute = execute
+
+    def snapshots_of(self, table_uuid: str, fetch: Fetch) -> list[ArchivedSnapshot]:
+        """The archived snapshots of one table; none when nothing was ever archived. An
+        archive that exists but cannot be read is an error, never "nothing archived"."""
+        try:
+            found = fetch(
+                "select snapshot_id, parent_id, unix_millis(committed_at) "
+                f"from {self.name.sql()} where table_uuid = {sql_literal(table_uuid)}"
+            )
+        except Exception as exc:
+            message = str(getattr(exc, "msg", exc))
+            if "TABLE_OR_VIEW_NOT_FOUND" in message or "NoSuchTableException" in message:
+                return []
+            raise errors.MetadataError(
+                errors.ARCHIVE_UNREADABLE.format(archive=self.name, reason=message)
+            ) from exc
+        return [
+            ArchivedSnapshot(int(r[0]), None if r[1] is None else int(r[1]), int(r[2]))
+            for r in found
+        ]
 
     def ensure(self) -> None:
         system.ensure_table(self.execute, self.name, ARCHIVE_COLUMNS)

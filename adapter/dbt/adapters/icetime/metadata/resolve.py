@@ -9,6 +9,7 @@ rollbacks as new entries, a timestamp after a rollback resolves to the snapshot 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.icetime import errors
@@ -26,7 +27,22 @@ class ResolvedPoint:
     resolved_by: str
 
 
-def resolve(meta: TableMetadata, point: Point, now_ms: int) -> ResolvedPoint:
+@dataclass(frozen=True)
+class ArchivedSnapshot:
+    """A snapshot that expiry removed, as icetime archived it (its commit time and parent)."""
+
+    snapshot_id: int
+    parent_id: int | None
+    timestamp_ms: int
+
+
+# The archived snapshots of a table (icetime_system.snapshot_history), read only when needed.
+Archive = Callable[[TableMetadata], Sequence[ArchivedSnapshot]]
+
+
+def resolve(
+    meta: TableMetadata, point: Point, now_ms: int, archive: Archive | None = None
+) -> ResolvedPoint:
     """The snapshot of ``meta`` that ``point`` names; PinError with what exists otherwise."""
     if isinstance(point, AtTimestamp):
         if point.instant_ms > now_ms:
@@ -35,7 +51,7 @@ def resolve(meta: TableMetadata, point: Point, now_ms: int) -> ResolvedPoint:
                     point=point.describe(), table=meta.identifier, now=format_ms(now_ms)
                 )
             )
-        return at_instant(meta, point.instant_ms, point.describe())
+        return at_instant(meta, point.instant_ms, point.describe(), archive)
     if isinstance(point, AtSnapshot):
         snapshot = meta.snapshot(point.snapshot_id)
         if snapshot is None:
@@ -50,18 +66,72 @@ def resolve(meta: TableMetadata, point: Point, now_ms: int) -> ResolvedPoint:
     return _at_ref(meta, point)
 
 
-def at_instant(meta: TableMetadata, instant_ms: int, resolved_by: str) -> ResolvedPoint:
+def at_instant(
+    meta: TableMetadata, instant_ms: int, resolved_by: str, archive: Archive | None = None
+) -> ResolvedPoint:
     log = meta.snapshot_log
     times = [entry.timestamp_ms for entry in log]
     index = bisect.bisect_right(times, instant_ms) - 1
-    if index < 0 or not meta.snapshots.has(log[index].snapshot_id):
-        raise errors.PinError(
-            errors.INSTANT_NOT_RETAINED.format(
-                point=resolved_by, table=meta.identifier, retained=_retained(meta)
+    if index >= 0 and meta.snapshots.has(log[index].snapshot_id):
+        entry = log[index]
+        return ResolvedPoint(meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by)
+    return _before_the_log(
+        meta, instant_ms, resolved_by, log[max(index, 0)].snapshot_id if log else None, archive
+    )
+
+
+def _before_the_log(
+    meta: TableMetadata,
+    instant_ms: int,
+    resolved_by: str,
+    start: int | None,
+    archive: Archive | None,
+) -> ResolvedPoint:
+    """The instant is older than the snapshot log, which expiry trims: follow main's lineage
+    back through the retained snapshots and the archived ones (commit times) instead. A
+    retained snapshot (kept by a tag or a pins file) current then is the answer; an expired one
+    is an error that names it and the nearest retained snapshots."""
+    archived = {a.snapshot_id: a for a in (archive(meta) if archive is not None else ())}
+    current = start if start is not None else meta.current_snapshot_id
+    seen: set[int] = set()
+    while current is not None and current not in seen:
+        seen.add(current)
+        live = meta.snapshot(current)
+        gone = archived.get(current)
+        committed = live.timestamp_ms if live else gone.timestamp_ms if gone else None
+        if committed is None:
+            break
+        if committed <= instant_ms:
+            if live is not None:
+                return ResolvedPoint(meta.identifier, current, committed, resolved_by)
+            raise errors.PinError(
+                errors.INSTANT_EXPIRED.format(
+                    point=resolved_by,
+                    table=meta.identifier,
+                    snapshot=current,
+                    committed=format_ms(committed),
+                    nearest=_nearest(meta, instant_ms),
+                )
             )
+        current = live.parent_id if live else gone.parent_id if gone else None
+    raise errors.PinError(
+        errors.INSTANT_NOT_RETAINED.format(
+            point=resolved_by, table=meta.identifier, retained=_retained(meta)
         )
-    entry = log[index]
-    return ResolvedPoint(meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by)
+    )
+
+
+def _nearest(meta: TableMetadata, instant_ms: int) -> str:
+    before = [s for s in meta.snapshots if s.timestamp_ms <= instant_ms]
+    after = [s for s in meta.snapshots if s.timestamp_ms > instant_ms]
+    found = []
+    if before:
+        s = max(before, key=lambda s: s.timestamp_ms)
+        found.append(f"before it, {s.snapshot_id} at {format_ms(s.timestamp_ms)}")
+    if after:
+        s = min(after, key=lambda s: s.timestamp_ms)
+        found.append(f"after it, {s.snapshot_id} at {format_ms(s.timestamp_ms)}")
+    return "; ".join(found) or "none"
 
 
 def _at_ref(meta: TableMetadata, point: AtRef) -> ResolvedPoint:
@@ -83,14 +153,16 @@ def _at_ref(meta: TableMetadata, point: AtRef) -> ResolvedPoint:
 
 
 def _retained(meta: TableMetadata) -> str:
-    if not meta.snapshot_log:
+    """What the table retains: every snapshot it still has, tagged old ones included."""
+    snapshots = sorted(meta.snapshots, key=lambda s: s.timestamp_ms)
+    if not snapshots:
         return errors.NO_SNAPSHOTS.format(table=meta.identifier)
-    oldest, newest = meta.snapshot_log[0], meta.snapshot_log[-1]
+    oldest, newest = snapshots[0], snapshots[-1]
     return errors.RETAINED_SNAPSHOTS.format(
         table=meta.identifier,
         oldest=oldest.snapshot_id,
         oldest_at=format_ms(oldest.timestamp_ms),
         newest=newest.snapshot_id,
         newest_at=format_ms(newest.timestamp_ms),
-        count=len(meta.snapshot_log),
+        count=len(snapshots),
     )

@@ -19,7 +19,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.errors import MetadataError, PinError, TableNotFoundError
 from dbt.adapters.icetime.metadata import MetadataReader, RefKind, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtRef, Point
-from dbt.adapters.icetime.metadata.resolve import ResolvedPoint, at_instant, resolve
+from dbt.adapters.icetime.metadata.resolve import Archive, ResolvedPoint, at_instant, resolve
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.spec import PinRequest, parse_request, pin_point
 
@@ -81,8 +81,11 @@ class PinSession:
         invocation_id: str | None = None,
         branch: str | None = None,
         deferral: Deferral | None = None,
+        archive: Archive | None = None,
     ) -> None:
         self.reader = reader
+        # Expired snapshots icetime archived: timestamps older than the snapshot log.
+        self.archive = archive
         # With --defer: which relation a node this run does not build is read from.
         self.deferral = deferral
         # A write-audit-publish run's branch: inputs that have it are read at its head.
@@ -195,7 +198,7 @@ class PinSession:
             # Unreadable is not absent: reading it unpinned could mix snapshots in one run.
             raise PinError(errors.PIN_UNREADABLE.format(table=item.table, reason=exc.msg)) from exc
         if point is not None:
-            return Pinned(resolve(metadata, point, self.started_ms), metadata)
+            return Pinned(resolve(metadata, point, self.started_ms, self.archive), metadata)
         return self._run_start_pin(metadata)
 
     def _run_start_pin(self, metadata: TableMetadata) -> Pinned | None:

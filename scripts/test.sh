@@ -11,4 +11,5 @@ cd "$root"
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy
 echo "== pytest"
-exec pytest "$@"
+# Parallel workers (each with its own Spark session and catalog); see tests/conftest.py.
+exec pytest -n "${ICETIME_TEST_WORKERS:-3}" --dist loadscope "$@"

@@ -26,9 +26,15 @@ CLUSTER_MODULES = ("test_integration.py", "test_cluster_reliability.py")
 CLUSTER_SCOPE = "cluster"
 
 
+def uses_cluster(nodeid: str) -> bool:
+    """Whether a test runs through the cluster (the embedded runs of the integration module
+    do not: they form a scope of their own)."""
+    return nodeid.split("::")[0].endswith(CLUSTER_MODULES) and "[embedded]" not in nodeid
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The cluster's tests first: the longest scope starts while the others fill the workers."""
-    items.sort(key=lambda item: item.nodeid.split("::")[0].endswith(CLUSTER_MODULES), reverse=True)
+    items.sort(key=lambda item: uses_cluster(item.nodeid), reverse=True)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -36,9 +42,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ByScope(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.split("::")[0].endswith(CLUSTER_MODULES):
+            if uses_cluster(nodeid):
                 return CLUSTER_SCOPE
-            return str(super()._split_scope(nodeid))
+            scope = str(super()._split_scope(nodeid))
+            return f"{scope}[embedded]" if "[embedded]" in nodeid else scope
 
     return ByScope(config, log)
 

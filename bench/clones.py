@@ -29,8 +29,8 @@ import yaml
 from catalog import fresh_catalog
 from report import measured, write_results
 
-from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.args import ttl as lifetime
+from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.metadata import TableName
 
 ROOT = Path(__file__).resolve().parents[1]

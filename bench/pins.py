@@ -87,8 +87,8 @@ def build_catalog() -> tuple[str, int]:
 
 def time_resolution(uri: str, newest_ms: int, repeat: int) -> list[float]:
     from dbt.adapters.icetime.metadata import PyIcebergReader, TableName
-    from dbt.adapters.icetime.metadata.resolve import resolve
     from dbt.adapters.icetime.metadata.points import AtTimestamp
+    from dbt.adapters.icetime.metadata.resolve import resolve
 
     reader = PyIcebergReader("icetime", {"uri": uri, "warehouse": f"file:{WORK}/catalog/warehouse"})
     name = TableName("icetime", "bench", "big")

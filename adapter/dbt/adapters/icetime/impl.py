@@ -176,8 +176,7 @@ class IcetimeAdapter(SparkAdapter):
                             written.catalog, written.namespace, written.name, RelationType.Table
                         )
                     )
-            if self._pin_session is not None:
-                self.builds().before(node)
+            self.builds().before(node)
         return super().pre_model_hook(config)
 
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
@@ -185,7 +184,7 @@ class IcetimeAdapter(SparkAdapter):
         if self.wap_branch() is not None:
             wap.Branches(self.services()).after_model()
         node = getattr(config, "model", None)
-        if node is not None and self._pin_session is not None:
+        if node is not None:
             self.builds().after(node)
 
     @available

@@ -1,9 +1,9 @@
-"""Around each model a pinned run builds: the protected-target guard, and the record of its inputs.
+"""Around each model a run builds: the protected-target guard, and the record of its inputs.
 
-Before a model that read pinned inputs writes, a protected target refuses to let a replay
-replace a newer table or a live view. After it commits, the table records the input snapshots
-it was built from (table property ``icetime.built_from``), so any table can answer "which input
-snapshots was I built from?".
+Before a pinned model writes, a protected target refuses to let a replay replace a newer table
+or a live view. After any table-like model commits, the table records the snapshot of every
+Iceberg table it read, seen through views (table property ``icetime.built_from``), so any table
+can answer "which input snapshots was I built from?".
 """
 
 from __future__ import annotations
@@ -39,31 +39,31 @@ class Builds:
     protected: bool
     # Whether a relation (a view, say) exists, from dbt's cache.
     exists: Callable[[TableName], bool]
-    # Per model being built: the table's metadata file before the build (None: no table).
-    _before: dict[str, str | None] = field(default_factory=dict)
+    # Per model being built: the table's metadata file before the build (None: no table),
+    # and the snapshots of what it reads.
+    _before: dict[str, tuple[str | None, dict[str, int]]] = field(default_factory=dict)
 
     def before(self, node: Any) -> None:
-        """Guard the model's target, and remember where its table stood."""
-        if not self.session.recorded(node.unique_id):
-            return  # read no pinned input: nothing to guard or to record
+        """Guard the model's target, and take the snapshots its build reads."""
+        if getattr(node.config, "materialized", None) not in MATERIALIZED_TABLES:
+            return  # views, ephemeral models, seeds: nothing read to record
         existing = self._table_of(node)
-        self._guard(node, existing)
-        self._before[node.unique_id] = existing.metadata_location if existing else None
+        if self.session.recorded(node.unique_id):
+            self._guard(node, existing)
+        reads = self.session.snapshots_read_by(node.unique_id)
+        where = existing.metadata_location if existing else None
+        self._before[node.unique_id] = (where, reads)
 
     def after(self, node: Any) -> None:
         """Record on the table just written which input snapshots it was built from."""
         if node.unique_id not in self._before:
             return
-        before = self._before.pop(node.unique_id)
+        before, reads = self._before.pop(node.unique_id)
         after = self._table_of(node)
         if after is None or after.metadata_location == before:
             return  # the build did not commit
         document = json.dumps(
-            {
-                "inputs": self.session.recorded(node.unique_id),
-                "invocation_id": self.session.invocation_id,
-            },
-            sort_keys=True,
+            {"inputs": reads, "invocation_id": self.session.invocation_id}, sort_keys=True
         )
         self.services.execute(
             f"alter table {TableName.from_node(node).sql()} set tblproperties "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,9 @@ class Deferral:
     # Whether a relation exists in this target (dbt's relation cache).
     exists: Callable[[TableName], bool]
 
-    def table(self, node: Mapping[str, Any], own: TableName, selected: set[str]) -> TableName:
+    def table(
+        self, node: Mapping[str, Any], own: TableName, selected: AbstractSet[str]
+    ) -> TableName:
         state = node.get("defer_relation")
         if not state:
             return own
@@ -102,6 +105,8 @@ class PinSession:
         self._request: PinRequest | None = None
         self._pinned: dict[str, Pinned] = {}
         self._reads: dict[str, set[str]] = {}
+        self._graph: Mapping[str, Any] = {}
+        self._selected: set[str] = set()
 
     # -- the run's plan ---------------------------------------------------------------------
 
@@ -112,6 +117,7 @@ class PinSession:
                 raise self._failure
             if self._prepared:
                 return
+            self._graph, self._selected = graph, set(selected)
             try:
                 self._requested = raw_request
                 self._request = self._parse_request(raw_request)
@@ -126,6 +132,8 @@ class PinSession:
     def prepare_early(self, graph: Mapping[str, Any], selected: list[str], requested: Any) -> None:
         """Resolve before any node runs, when the selected nodes read Iceberg inputs (a command
         that reads none, such as `dbt seed`, leaves the last run's pins file alone)."""
+        with self._lock:
+            self._graph, self._selected = graph, set(selected)
         if self.inputs_of(graph, selected):
             self.prepare(requested, graph, selected)
 
@@ -258,6 +266,30 @@ class PinSession:
                 if table in self._pinned
             }
 
+    def snapshots_read_by(self, reader_node: str) -> dict[str, int]:
+        """Table -> snapshot id of every Iceberg table ``reader_node`` reads, seen through
+        ephemeral models and views, as it reads them when its build starts.
+
+        A direct input is read at its pin; a model built earlier in this run, and a table
+        behind a view (views are not pinned), at their current snapshot now. Metadata that
+        cannot be read raises: a record is never written from a guess.
+        """
+        found: dict[str, int] = {}
+        for table, direct in tables_read_by(
+            self._graph, reader_node, self.catalog, self.deferral, self._selected
+        ):
+            pinned = self._pinned.get(str(table)) if direct else None
+            if pinned is not None:
+                found[str(table)] = pinned.snapshot_id
+                continue
+            try:
+                current = self.reader.table(table).current_snapshot_id
+            except TableNotFoundError:
+                continue  # not an Iceberg table of the catalog
+            if current is not None:
+                found[str(table)] = current
+        return dict(sorted(found.items()))
+
     def _write(self) -> None:
         if self.pins_path is None:
             return
@@ -306,6 +338,42 @@ def collect_inputs(
         if item is not None:
             inputs.setdefault(str(item.table), item)
     return inputs
+
+
+def tables_read_by(
+    graph: Mapping[str, Any],
+    node_id: str,
+    catalog: str | None,
+    deferral: Deferral | None = None,
+    selected: AbstractSet[str] = frozenset(),
+) -> list[tuple[TableName, bool]]:
+    """The Iceberg tables a node reads, through ephemeral models and views, each with whether
+    the node reads it directly (a ``ref()``/``source()`` of it, or through an ephemeral model)
+    rather than through a view."""
+    nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
+    found: dict[str, tuple[TableName, bool]] = {}
+    pending = [(dep, True) for dep in _deps(nodes.get(node_id))]
+    seen: set[tuple[str, bool]] = set()
+    while pending:
+        dep, direct = pending.pop()
+        node = nodes.get(dep)
+        if (dep, direct) in seen or node is None:
+            continue
+        seen.add((dep, direct))
+        materialized = (node.get("config") or {}).get("materialized")
+        if materialized in ("ephemeral", "view") and node.get("resource_type") == "model":
+            through = direct and materialized == "ephemeral"
+            pending.extend((up, through) for up in _deps(node))
+            continue
+        item = input_for(node, catalog)
+        if item is None:
+            continue
+        table = item.table
+        if deferral is not None and item.is_built:
+            table = deferral.table(node, table, selected)
+        known = found.get(str(table))
+        found[str(table)] = (table, direct or (known is not None and known[1]))
+    return [found[key] for key in sorted(found)]
 
 
 def _deps(node: Mapping[str, Any] | None) -> list[str]:

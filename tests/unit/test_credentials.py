@@ -93,3 +93,22 @@ def test_relative_icetime_dir_resolves_against_the_project(tmp_path: Any) -> Non
     assert creds.icetime_dir == str(tmp_path / "state")
     creds.resolve_paths("/elsewhere")  # already absolute: unchanged
     assert creds.icetime_dir == str(tmp_path / "state")
+
+
+def test_dbt_debug_shows_where_the_data_goes() -> None:
+    creds = IcetimeCredentials.from_dict(
+        {"method": "session", "schema": "analytics", "icetime_dir": "/p/.icetime"}
+    )
+    shown = dict(creds.connection_info())
+    assert shown["catalog_uri"].startswith("jdbc:sqlite:/p/.icetime/catalog.db?")
+    assert shown["warehouse"] == "file:/p/.icetime/warehouse"
+    assert shown["icetime_dir"] == "/p/.icetime"
+    secret = IcetimeCredentials.from_dict(
+        {
+            "method": "session",
+            "schema": "analytics",
+            "catalog_type": "postgres",
+            "catalog_uri": "jdbc:postgresql://h:5432/c?user=u&password=hunter2",
+        }
+    )
+    assert "hunter2" not in str(dict(secret.connection_info()))

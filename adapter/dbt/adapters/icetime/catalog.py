@@ -7,6 +7,7 @@ derive their settings from ``CatalogSettings`` so they cannot drift apart.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
@@ -29,7 +30,12 @@ class CatalogSettings:
     warehouse: str | None
 
     @classmethod
-    def from_credentials(cls, creds: IcetimeCredentials) -> CatalogSettings:
+    def from_credentials(
+        cls, creds: IcetimeCredentials, icetime_dir: str | None = None
+    ) -> CatalogSettings:
+        """The catalog a profile names (``icetime_dir``: the directory to resolve against,
+        default the profile's own)."""
+        directory = icetime_dir or creds.icetime_dir
         kind = creds.catalog_type or "server"
         uri = creds.catalog_uri
         warehouse = creds.warehouse
@@ -38,10 +44,10 @@ class CatalogSettings:
             # rewrite_data_files fails with SQLITE_BUSY against its own catalog connections.
             # busy_timeout: a writer waits for another process's write (two janitors at once)
             # instead of failing after sqlite-jdbc's default 3 s.
-            default = "jdbc:sqlite:" + os.path.join(creds.icetime_dir, "catalog.db")
+            default = "jdbc:sqlite:" + os.path.join(directory, "catalog.db")
             uri = uri or default + SQLITE_OPTIONS
         if kind != "server":
-            warehouse = _as_file_uri(warehouse or os.path.join(creds.icetime_dir, "warehouse"))
+            warehouse = _as_file_uri(warehouse or os.path.join(directory, "warehouse"))
         return cls(
             name=creds.catalog,
             kind=kind,
@@ -103,6 +109,11 @@ def _as_file_uri(path_or_uri: str) -> str:
     if "://" in path_or_uri or path_or_uri.startswith("file:"):
         return path_or_uri
     return "file:" + os.path.abspath(path_or_uri)
+
+
+def redact_uri(uri: str) -> str:
+    """A JDBC URI with any password in it hidden."""
+    return re.sub(r"(password=)[^&;]*", r"\1***", uri, flags=re.IGNORECASE)
 
 
 def _postgres_sqlalchemy_uri(jdbc_uri: str, user: str | None, password: str | None) -> str:

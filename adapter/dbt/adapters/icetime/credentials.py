@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -104,6 +105,21 @@ class IcetimeCredentials(SparkCredentials):
         """Make the catalog directory absolute against the dbt project, once."""
         if not os.path.isabs(self.icetime_dir):
             self.icetime_dir = os.path.normpath(os.path.join(project_root, self.icetime_dir))
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
+        """What `dbt debug` prints: the catalog database and warehouse as resolved (where the
+        data actually goes), the catalog password hidden."""
+        from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
+
+        directory = os.path.abspath(self.icetime_dir)
+        settings = CatalogSettings.from_credentials(self, directory)
+        resolved = {
+            "icetime_dir": directory,
+            "catalog_uri": redact_uri(settings.jdbc_uri) if settings.jdbc_uri else None,
+            "warehouse": settings.warehouse,
+        }
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            yield key, resolved.get(key, value)
 
     def _connection_keys(self) -> tuple[str, ...]:
         # dbt builds the `target` Jinja variable from these keys, so `database` must be one.

@@ -84,14 +84,14 @@ step "A bad backfill lands in raw.objects" "dbt run-operation bad_backfill"
 step "icetime.diff finds it: rows only on one side, changed rows and which columns changed" \
   "dbt run-operation icetime.diff --args '{relation: raw.objects, from: \"tag:before-backfill\", key: object_id, rows: 3}'"
 step "icetime.restore undoes it: metadata only, every file checked first, Delta's figures" \
-  "dbt run-operation icetime.restore --args '{relation: raw.objects, to: \"tag:before-backfill\"}'"
+  "dbt run-operation icetime.restore --args '{relation: raw.objects, to: \"tag:before-backfill\", dry_run: false}'"
 step "The table's history, the restore marked" \
   "dbt run-operation icetime.history --args '{relation: raw.objects, limit: 4}'"
 step "The CDF models read the restored table: it is the state they last read, so nothing to do" \
   "dbt run --select active_objects orbit_counts"
 step "Monthly expiry with the history kept: expire what is over a minute old, except what tags,
    CDF watermarks, the saved replay's pins file and the newest snapshot hold (each listed with why)" \
-  "dbt run-operation icetime.expire_snapshots --args '{relation: raw.objects, older_than: 1m, retain_last: 1, keep_history: 400d, keep_pins: [target/replay_before_batch_3.json]}'"
+  "dbt run-operation icetime.expire_snapshots --args '{relation: raw.objects, older_than: 1m, retain_last: 1, keep_history: 400d, keep_pins: [target/replay_before_batch_3.json], dry_run: false}'"
 step "The saved replay still reproduces after the expiry (same snapshots, from its pins file)" \
   "dbt run --target replay --select +registry --vars '{pin_snapshot: \"@target/replay_before_batch_3.json\"}'"
 step "Commits per month still answer after expiry (icetime.snapshots_with_expired)" \

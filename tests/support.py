@@ -231,7 +231,14 @@ def run_failing(args: list[str]) -> str:
     return str(output)
 
 
+# Operations that preview by default (dry_run: true); the tests act, as a user passing
+# dry_run: false does, unless a test says otherwise.
+PREVIEWING = ("restore", "expire_snapshots")
+
+
 def operation(macro: str, args: dict[str, Any], expect_pass: bool = True) -> str:
+    if macro in PREVIEWING:
+        args = {"dry_run": False, **args}
     _, output = run_dbt_and_capture(
         ["run-operation", f"icetime.{macro}", "--args", json.dumps(args)],
         expect_pass=expect_pass,

@@ -2,6 +2,7 @@
     "Clone environments". -#}
 
 {% macro create_environment(env=none, ttl=none, from_schema=none, state=none, select=none, at=none, owner=none, replace=false) %}
+  {%- do icetime_check_arguments('create_environment', kwargs, ['env', 'ttl', 'from_schema', 'state', 'select', 'at', 'owner', 'replace']) -%}
   {{ return(adapter.dispatch('create_environment', 'icetime')(env, ttl, from_schema, state, select, at, owner, replace)) }}
 {% endmacro %}
 
@@ -15,6 +16,7 @@
 
 
 {% macro drop_expired_environments(env=none, dry_run=true, ignore_ttl=false) %}
+  {%- do icetime_check_arguments('drop_expired_environments', kwargs, ['env', 'dry_run', 'ignore_ttl']) -%}
   {{ return(adapter.dispatch('drop_expired_environments', 'icetime')(env, dry_run, ignore_ttl)) }}
 {% endmacro %}
 
@@ -28,6 +30,7 @@
 
 
 {% macro environment_report(env=none) %}
+  {%- do icetime_check_arguments('environment_report', kwargs, ['env']) -%}
   {{ return(adapter.dispatch('environment_report', 'icetime')(env)) }}
 {% endmacro %}
 
@@ -45,6 +48,7 @@
 
 
 {% macro publish(branch=none, results=none) %}
+  {%- do icetime_check_arguments('publish', kwargs, ['branch', 'results']) -%}
   {{ return(adapter.dispatch('publish', 'icetime')(branch, results)) }}
 {% endmacro %}
 

@@ -1,6 +1,7 @@
 {#- Expiry that keeps a history of what it expired, and the query that reads that history. -#}
 
-{% macro expire_snapshots(model=none, relation=none, select=none, older_than='30d', retain_last=1, keep_history='400d', dry_run=false, keep_pins=none) %}
+{% macro expire_snapshots(model=none, relation=none, select=none, older_than='30d', retain_last=1, keep_history='400d', dry_run=true, keep_pins=none) %}
+  {%- do icetime_check_arguments('expire_snapshots', kwargs, ['model', 'relation', 'select', 'older_than', 'retain_last', 'keep_history', 'dry_run', 'keep_pins']) -%}
   {{ return(adapter.dispatch('expire_snapshots', 'icetime')(model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins)) }}
 {% endmacro %}
 

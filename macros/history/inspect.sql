@@ -1,24 +1,26 @@
 {#- Looking at a table's history: its commits, two versions side by side, and retention. -#}
 
-{% macro history(model=none, relation=none, limit=50) %}
-  {{ return(adapter.dispatch('history', 'icetime')(model, relation, limit)) }}
+{% macro history(model=none, relation=none, limit=50, width=none) %}
+  {%- do icetime_check_arguments('history', kwargs, ['model', 'relation', 'limit', 'width']) -%}
+  {{ return(adapter.dispatch('history', 'icetime')(model, relation, limit, width)) }}
 {% endmacro %}
 
-{% macro default__history(model, relation, limit) %}{{ icetime_requires_adapter('history') }}{% endmacro %}
+{% macro default__history(model, relation, limit, width) %}{{ icetime_requires_adapter('history') }}{% endmacro %}
 
-{% macro icetime__history(model, relation, limit) %}
+{% macro icetime__history(model, relation, limit, width) %}
   {#- DESCRIBE HISTORY for an Iceberg table: one row per snapshot-log entry, newest first, with
-      rows/files/bytes added and removed, the writer, and restores marked. Printed, and returned
-      as an agate table. -#}
+      rows/files/bytes added and removed, the writer, and restores marked. Printed (each column
+      whole, or cut at `width` characters), and returned as an agate table. -#}
   {%- if execute -%}
     {% set table = adapter.icetime_history(graph, model, relation, limit) %}
-    {% do table.print_table(max_rows=limit, max_columns=12, max_column_width=40) %}
+    {% do table.print_table(max_rows=limit, max_columns=12, max_column_width=adapter.icetime_column_width(width)) %}
     {{ return(table) }}
   {%- endif -%}
 {% endmacro %}
 
 
 {% macro diff(from=none, to=none, model=none, relation=none, key=none, rows=0) %}
+  {%- do icetime_check_arguments('diff', kwargs, ['from', 'to', 'model', 'relation', 'key', 'rows']) -%}
   {{ return(adapter.dispatch('diff', 'icetime')(from, to, model, relation, key, rows)) }}
 {% endmacro %}
 

@@ -1,6 +1,7 @@
 {#- Restore: tables back to a past state, as a metadata operation, after checking its files. -#}
 
-{% macro restore(to=none, model=none, relation=none, dry_run=false) %}
+{% macro restore(to=none, model=none, relation=none, dry_run=true) %}
+  {%- do icetime_check_arguments('restore', kwargs, ['to', 'model', 'relation', 'dry_run']) -%}
   {{ return(adapter.dispatch('restore', 'icetime')(to, model, relation, dry_run)) }}
 {% endmacro %}
 

@@ -1,6 +1,7 @@
 {#- Shared tags: one tag on many tables, replayed together with pin_snapshot: "tag:<name>". -#}
 
 {% macro tag(name=none, model=none, relation=none, select=none, retain=none) %}
+  {%- do icetime_check_arguments('tag', kwargs, ['name', 'model', 'relation', 'select', 'retain']) -%}
   {{ return(adapter.dispatch('tag', 'icetime')(name, model, relation, select, retain)) }}
 {% endmacro %}
 

@@ -45,7 +45,10 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "restore_without_to": (
         "restore",
         {"relation": "{s}.events"},
-        ("needs 'to'", "a snapshot id, a timestamp, or tag:/branch:NAME"),
+        (
+            "icetime.restore needs `to`",
+            "a snapshot id (a positive integer), tag:NAME or branch:NAME",
+        ),
     ),
     "restore_relation_four_parts": (
         "restore",
@@ -145,7 +148,7 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "diff_without_from": (
         "diff",
         {"relation": "{s}.events"},
-        ("icetime.diff needs 'from'", "a pin form"),
+        ("icetime.diff needs `from`", "an ISO-8601 timestamp"),
     ),
     "diff_rows_negative": (
         "diff",
@@ -180,7 +183,7 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "env_without_ttl": (
         "create_environment",
         {"env": "pr1", "from_schema": "{s}"},
-        ("TTL None is not accepted", TTL_FORMS),
+        ("icetime.create_environment needs `ttl`", "a lifetime such as 7d or 36h"),
     ),
     "env_ttl_words": (
         "create_environment",

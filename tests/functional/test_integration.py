@@ -244,7 +244,7 @@ def test_history_operations_tag_diff_restore_and_expire(deployment: Deployment) 
         "run-operation",
         "icetime.restore",
         "--args",
-        '{relation: raw.objects, to: "tag:before-backfill"}',
+        '{relation: raw.objects, to: "tag:before-backfill", dry_run: false}',
     )
     assert f"to {tagged} (tag:before-backfill)" in restore
     assert deployment.rows("raw.objects") == good
@@ -256,7 +256,8 @@ def test_history_operations_tag_diff_restore_and_expire(deployment: Deployment) 
         "run-operation",
         "icetime.expire_snapshots",
         "--args",
-        f"{{relation: raw.objects, older_than: '{now}', retain_last: 1, keep_history: 400d}}",
+        f"{{relation: raw.objects, older_than: '{now}', retain_last: 1, keep_history: 400d, "
+        "dry_run: false}",
     )
     assert "Expired " in expired
     # The tagged snapshot (also the current one and the CDF watermark) survives; the rest of

@@ -55,6 +55,22 @@ class TestClonePossible(CleanOtherSchema, BaseClonePossible):
             sql(project, f"select count(*) from {source} version as of {snapshot_id}", "one")
 
 
+    def test_the_janitor_drops_everything_dbt_clone_made_views_included(
+        self, project: Any, unique_schema: str, other_schema: str
+    ) -> None:
+        project.create_test_schema(other_schema)
+        self.run_and_save_state(project.project_root, with_snapshot=True)
+        run_dbt(["clone", "--state", "state", "--target", "otherschema"])
+        assert sql(project, f"show views in icetime.{other_schema}", "all")
+        assert sql(project, f"show tables in icetime.{other_schema}", "all")
+        adapter = project.adapter
+        with adapter.connection_named("__test_janitor"):
+            adapter.icetime_drop_expired_environments("otherschema", False, True)
+        namespaces = {str(r[0]) for r in sql(project, "show namespaces in icetime", "all")}
+        assert other_schema not in namespaces
+        assert unique_schema in namespaces
+
+
 class TestCloneNotPossible(CleanOtherSchema, BaseCloneNotPossible):
     pass
 

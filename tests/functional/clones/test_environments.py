@@ -124,7 +124,8 @@ class TestEnvironmentLifecycle(EnvironmentProject):
         # The janitor: nothing has expired; a dry run lists and changes nothing.
         assert "No expired environment" in operation("drop_expired_environments", {"env": env})
         listing = operation("drop_expired_environments", {"env": env, "ignore_ttl": True})
-        assert "Dry run: would drop 3 object(s)" in listing and "owner ana" in listing
+        assert "Would drop 3 object(s)" in listing and "owner ana" in listing
+        assert "Dry run: nothing was changed. Pass dry_run: false to drop them." in listing
         assert rows(project, f"select * from {events}") == [(2, "b"), (4, "d")]
 
         before = set(files_under(source_dir))

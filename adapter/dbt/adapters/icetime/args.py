@@ -32,6 +32,15 @@ class Duration:
         return self.minutes * 60_000
 
 
+def required(value: Any, operation: str, argument: str, accepted: str) -> Any:
+    """``value``, which the caller must give (None means it was left out)."""
+    if value is None:
+        raise errors.ConfigurationError(
+            errors.REQUIRED.format(operation=operation, argument=argument, accepted=accepted)
+        )
+    return value
+
+
 def flag(value: Any, name: str) -> bool:
     """``true``/``false`` (a YAML boolean, or its text)."""
     if isinstance(value, bool):

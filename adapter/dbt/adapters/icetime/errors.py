@@ -231,8 +231,13 @@ INSTANT_EXPIRED = (
     "nearest retained snapshots: {nearest}."
 )
 
+# Operations that delete or move data (restore, expire_snapshots, the janitor) preview unless
+# told dry_run: false.
+DRY_RUN = "Dry run: nothing was changed. Pass dry_run: false to {what}."
+
 # -- arguments (args.py) -------------------------------------------------------------------------
 
+REQUIRED = "{operation} needs `{argument}`: {accepted}."
 BAD_FLAG = "Argument {name}={value!r} is not accepted: use true or false."
 BAD_DURATION = (
     "{what} {value!r} is not accepted: use a positive whole number followed by m "
@@ -307,6 +312,10 @@ SCHEMA_EMPTY = "from_schema: schema {schema!r} does not exist or holds no table 
 
 # -- history operations (history/, retention.py) -------------------------------------------------
 
+NO_SUCH_TABLE = (
+    "it does not exist (the catalog has no Iceberg table of that name; views and non-Iceberg "
+    "tables have no snapshots)."
+)
 BAD_KEEP_PINS = (
     "keep_pins {value!r} is not accepted: a pins file path or a list of them (files a dbt run "
     "wrote as target/{file})."
@@ -316,9 +325,7 @@ BAD_RETAIN_LAST = (
     "retain_last {value!r} is not accepted: use a whole number of at least 1 (the current "
     "snapshot is always kept)."
 )
-RESTORE_NEEDS_TO = "icetime.restore needs 'to': a snapshot id, a timestamp, or tag:/branch:NAME."
-EXPIRE_NOT_ICEBERG = "Cannot expire snapshots of {table}: it is not an Iceberg table."
-DIFF_NEEDS_FROM = "icetime.diff needs 'from' (a pin form)."
+EXPIRE_NOT_ICEBERG = "Cannot expire snapshots of {table}: " + NO_SUCH_TABLE
 BAD_OLDER_THAN = (
     "older_than {value!r} is not accepted: use a duration (a whole number followed by m, h, d "
     "or w, e.g. 30d; 0d is now) or a past ISO-8601 timestamp (2026-04-21T06:00:00Z)."
@@ -343,12 +350,12 @@ BAD_TAG_NAME = (
     "Tag name {value!r} is not accepted: use 1-255 letters, digits, '_', '.' or '-', starting "
     "with a letter or digit (no quotes or spaces)."
 )
-TAG_NOT_ICEBERG = "Cannot tag {table}: it is not an Iceberg table."
+TAG_NOT_ICEBERG = "Cannot tag {table}: " + NO_SUCH_TABLE
 TAG_EXISTS = (
     "Cannot tag {table} {name!r}: it already has a {kind} of that name. Nothing was tagged."
 )
 TAG_EMPTY_TABLE = "Cannot tag {table}: it has no snapshot yet. Nothing was tagged."
-RESTORE_NOT_ICEBERG = "Cannot restore {table}: it is not an Iceberg table."
+RESTORE_NOT_ICEBERG = "Cannot restore {table}: " + NO_SUCH_TABLE
 RESTORE_TO_CURRENT = (
     "Cannot restore {table} to {point}: that is snapshot {snapshot}, already its current state."
 )

@@ -24,7 +24,7 @@ from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.icetime import embedded, errors, wap
+from dbt.adapters.icetime import args, embedded, errors, wap
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.session import CdfSession
@@ -391,6 +391,14 @@ class IcetimeAdapter(SparkAdapter):
         )
 
     @available
+    def icetime_record_clone_view(self, source: BaseRelation, target: BaseRelation) -> str:
+        """`dbt clone` made ``target`` a view: record it with the environment's clones."""
+        self.clones().record_view_for_dbt(
+            TableName.from_relation(source), TableName.from_relation(target)
+        )
+        return ""
+
+    @available
     def icetime_drop_table(self, relation: BaseRelation) -> str:
         """Drop a table: a clone keeps shared files; a source goes only if no clone reads it."""
         if not relation.schema or not relation.identifier:
@@ -421,7 +429,7 @@ class IcetimeAdapter(SparkAdapter):
         to: Any,
         model: Any = None,
         relation: Any = None,
-        dry_run: Any = False,
+        dry_run: Any = True,
     ) -> str:
         return self.history(graph).restore(to, model, relation, dry_run)
 
@@ -447,7 +455,7 @@ class IcetimeAdapter(SparkAdapter):
         older_than: Any = "30d",
         retain_last: Any = 1,
         keep_history: Any = "400d",
-        dry_run: Any = False,
+        dry_run: Any = True,
         keep_pins: Any = None,
     ) -> str:
         return self.history(graph).expire_snapshots(
@@ -461,6 +469,11 @@ class IcetimeAdapter(SparkAdapter):
         """DESCRIBE HISTORY for Iceberg: one row per snapshot-log entry, newest first."""
         found = self.history(graph).history(model, relation, limit)
         return table_from_rows([entry.values() for entry in found], list(history_log.COLUMNS))
+
+    @available
+    def icetime_column_width(self, width: Any) -> int:
+        """`icetime.history`'s `width`: none shows every column whole."""
+        return 10_000 if width is None else args.positive_int(width, "width")
 
     @available
     def icetime_diff(

@@ -126,7 +126,7 @@ class Branches:
 
     def publish(self, branch: Any, graph: Mapping[str, Any], results: Any) -> str:
         """Fast-forward main to ``branch`` on every table of the project, if its tests passed."""
-        name = branch_name(branch)
+        name = branch_name(args.required(branch, "icetime.publish", "branch", "a branch name"))
         path = Path(self.project_root, str(results or "target/run_results.json"))
         tables = [
             TableName.from_node(node)

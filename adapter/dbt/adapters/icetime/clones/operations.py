@@ -19,6 +19,7 @@ from dbt.adapters.icetime.services import Services
 
 # Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
 DEFAULT_CLONE_TTL = "7d"
+DBT_CLONE = "dbt clone"
 
 
 class CloneOperations:
@@ -65,8 +66,9 @@ class CloneOperations:
         owner: Any,
         replace: Any,
     ) -> str:
-        name = spec.env_name(env)
-        lifetime = args.ttl(ttl)
+        operation = "icetime.create_environment"
+        name = spec.env_name(args.required(env, operation, "env", "an environment name"))
+        lifetime = args.ttl(args.required(ttl, operation, "ttl", "a lifetime such as 7d or 36h"))
         who = self.owner(owner)
         point = parse_point(at, "at") if at is not None else None
         rebuild = args.flag(replace, "replace")
@@ -113,9 +115,8 @@ class CloneOperations:
             for m in due
         )
         if dry:
-            return (
-                f"Dry run: would drop {len(due)} object(s):\n{listed}\n"
-                "Pass dry_run: false to drop them."
+            return f"Would drop {len(due)} object(s):\n{listed}\n" + errors.DRY_RUN.format(
+                what="drop them"
             )
         outcome = self.environments.drop(due)
         if outcome.failed:
@@ -140,20 +141,39 @@ class CloneOperations:
             self.services.execute(f"drop view if exists {target.sql()}")
         elif replaced == envs.TABLE:
             self.drop_table(target)
+        env, lifetime = self._dbt_clone_environment()
+        request = CloneRequest(source, target, env, lifetime, self.owner(None))
+        clone = self.cloner.clone(request)
+        self.environments.records.add([Environments.member_of(clone, DBT_CLONE)])
+        return f"CLONE of {clone.source} at snapshot {clone.snapshot_id}"
+
+    def record_view_for_dbt(self, source: TableName, target: TableName) -> None:
+        """`dbt clone` made ``target`` a view over ``source``: record it in the environment,
+        so the janitor drops it (and the schema) with the clones."""
+        env, lifetime = self._dbt_clone_environment()
+        now = self.cloner.now_ms()
+        member = envs.Member(
+            env,
+            envs.VIEW,
+            str(source),
+            str(target),
+            None,
+            self.owner(None),
+            now,
+            now + lifetime.ms,
+            DBT_CLONE,
+        )
+        self.environments.records.add([member])
+
+    def _dbt_clone_environment(self) -> tuple[str, args.Duration]:
+        """The environment `dbt clone` records into (--vars icetime_env, else the target's
+        name) and the lifetime of what it makes (icetime_clone_ttl, else 7 days)."""
         cli_vars = self.services.cli_vars
         env = cli_vars.get("icetime_env") or re.sub(
             r"[^a-z0-9_]", "_", self.services.target_name.lower()
         )
-        request = CloneRequest(
-            source,
-            target,
-            spec.env_name(env),
-            args.ttl(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL)),
-            self.owner(None),
-        )
-        clone = self.cloner.clone(request)
-        self.environments.records.add([Environments.member_of(clone, "dbt clone")])
-        return f"CLONE of {clone.source} at snapshot {clone.snapshot_id}"
+        lifetime = args.ttl(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL))
+        return spec.env_name(env), lifetime
 
     def drop_table(self, name: TableName) -> str:
         force = self.services.cli_vars.get("icetime_force_drop") is True

@@ -166,6 +166,8 @@ def render(plans: Sequence[ExpiryPlan], dry_run: bool) -> str:
         lines.append(f"{verb} {len(plan.expiring)} snapshot(s) of {plan.table}")
         for snapshot_id, why in sorted(plan.kept.items()):
             lines.append(f"  kept {snapshot_id}: {'; '.join(why)}")
+    if dry_run:
+        lines.append(errors.DRY_RUN.format(what="expire them"))
     return "\n".join(lines)
 
 

@@ -57,8 +57,7 @@ class HistoryOperations:
 
     def restore(self, to: Any, model: Any, relation: Any, dry_run: Any) -> str:
         """Restore tables to a past snapshot; every table is checked before any changes."""
-        if to is None:
-            raise errors.ConfigurationError(errors.RESTORE_NEEDS_TO)
+        args.required(to, "icetime.restore", "to", errors.POINT_FORMS)
         point = parse_point(to, "to")
         dry = args.flag(dry_run, "dry_run")
         tables = self._targets(model, relation, None)
@@ -78,7 +77,7 @@ class HistoryOperations:
 
     def tag(self, name: Any, model: Any, relation: Any, select: Any, retain: Any) -> str:
         """One tag on every selected table at its current snapshot (all or none)."""
-        tag = tags.tag_name(name)
+        tag = tags.tag_name(args.required(name, "icetime.tag", "name", "a tag name"))
         tables = self._targets(model, relation, select)
         made = tags.tag_tables(
             self.services.reader,
@@ -141,8 +140,7 @@ class HistoryOperations:
     def diff(self, from_: Any, to: Any, model: Any, relation: Any, key: Any, rows: Any) -> str:
         """Rows only in one version, and with a key, changed rows and which columns changed."""
         table = self._one(model, relation, "icetime.diff")
-        if from_ is None:
-            raise errors.ConfigurationError(errors.DIFF_NEEDS_FROM)
+        args.required(from_, "icetime.diff", "from", errors.POINT_FORMS)
         keys = key_columns(key)
         shown = 0 if rows in (0, False, None) else args.positive_int(rows, "rows")
         metadata = self.services.reader.table(table)

@@ -136,7 +136,9 @@ def render(restores: Sequence[Restore], dry_run: bool) -> str:
             f"after: {r.num_of_files_after_restore} files, {r.table_size_after_restore} bytes. "
             f"Checked {r.num_of_files_after_restore} files exist in {r.check_seconds:.3f}s."
         )
-    if not dry_run:
+    if dry_run:
+        lines.append(errors.DRY_RUN.format(what="restore"))
+    else:
         lines.append(
             "Undo with icetime.restore to the 'from' snapshot "
             "(e.g. --args '{relation: ..., to: <from snapshot>}')."

@@ -33,6 +33,9 @@
     {% do persist_docs(target_relation, model) %}
     {{ return({'relations': [target_relation]}) }}
   {%- else -%}
-    {{ return(materialization_view_default()) }}
+    {#- dbt's behaviour: a view over the state's relation, recorded with the environment. -#}
+    {%- set built = materialization_view_default() -%}
+    {% do adapter.icetime_record_clone_view(defer_relation, this) %}
+    {{ return(built) }}
   {%- endif -%}
 {% endmaterialization %}

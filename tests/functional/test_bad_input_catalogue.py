@@ -60,11 +60,6 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
         {"relation": "{s}.events", "to": "1", "dry_run": "maybe"},
         ("dry_run='maybe' is not accepted", FLAG_FORMS),
     ),
-    "tag_without_name": (
-        "tag",
-        {"relation": "{s}.events"},
-        ("Tag name None is not accepted", TAG_FORMS),
-    ),
     "tag_name_space": (
         "tag",
         {"name": "bad name", "relation": "{s}.events"},
@@ -230,15 +225,42 @@ OPERATIONS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
         {"branch": "a b"},
         ("wap_branch 'a b' is not accepted", "lowercase letters, digits or '_'"),
     ),
-    "publish_without_branch": (
-        "publish",
-        {},
-        ("wap_branch None is not accepted", "lowercase letters, digits or '_'"),
-    ),
     "publish_branch_main": (
         "publish",
         {"branch": "main"},
         ("wap_branch 'main' is not accepted", "and not 'main'"),
+    ),
+    "tag_misspelt_key": (
+        "tag",
+        {"name": "x", "modle": "events_copy"},
+        ("icetime.tag: unknown argument(s) modle", "Accepted: name, model, relation, select"),
+    ),
+    "expire_misspelt_key": (
+        "expire_snapshots",
+        {"relation": "{s}.events", "older_then": "1d"},
+        ("unknown argument(s) older_then", "older_than"),
+    ),
+    "tag_without_name": ("tag", {"relation": "{s}.events"}, ("icetime.tag needs `name`",)),
+    "tag_missing_table": (
+        "tag",
+        {"name": "x", "relation": "{s}.nope"},
+        ("Cannot tag icetime.", "nope: it does not exist"),
+    ),
+    "restore_to_mapping": (
+        "restore",
+        {"relation": "{s}.events", "to": {"a": 1}},
+        ("is not a pin", "tag:NAME or branch:NAME."),
+    ),
+    "history_width_zero": (
+        "history",
+        {"relation": "{s}.events", "width": 0},
+        ("width=0 is not accepted", WHOLE),
+    ),
+    "publish_without_branch": ("publish", {}, ("icetime.publish needs `branch`",)),
+    "env_without_env": (
+        "create_environment",
+        {"ttl": "1h", "from_schema": "{s}"},
+        ("icetime.create_environment needs `env`",),
     ),
 }
 

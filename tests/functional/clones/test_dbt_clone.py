@@ -54,7 +54,6 @@ class TestClonePossible(CleanOtherSchema, BaseClonePossible):
         for snapshot_id in history:
             sql(project, f"select count(*) from {source} version as of {snapshot_id}", "one")
 
-
     def test_the_janitor_drops_everything_dbt_clone_made_views_included(
         self, project: Any, unique_schema: str, other_schema: str
     ) -> None:

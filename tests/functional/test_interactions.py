@@ -290,18 +290,21 @@ class TestClonesAgainstSourceLifecycle(EnvironmentProject):
         assert rows(project, f"select * from {clone}") == [(1, "a"), (2, "b")]
         assert all(local(f).exists() for f in cloned_files)
 
-        # The source's --full-refresh would drop it under the clone: refused, named.
+        # The source's --full-refresh replaces its table in one commit: history and the
+        # clone's protective tag are kept, so the clone still reads as it was.
         before = snapshots(project, "events_latest")
-        _, output = run_dbt_and_capture(["run", "--full-refresh"], expect_pass=False)
-        assert f"Refusing to drop {schema}.events_latest" in output and clone in output
-        assert snapshots(project, "events_latest") == before
+        run_dbt(["run", "--full-refresh"])
+        assert snapshots(project, "events_latest")[: len(before)] == before
+        assert tags(project, f"{schema}.events_latest")
+        expire_history(project, "events_latest")
+        assert rows(project, f"select * from {clone}") == [(1, "a"), (2, "b")]
+        assert all(local(f).exists() for f in cloned_files)
 
-        # The janitor drops the environment and its tags; then the refresh and expiry go
-        # through, and the files only the clone still needed are deleted.
+        # The janitor drops the environment and its tags; then expiry goes through, and the
+        # files only the clone still needed are deleted.
         operation("drop_expired_environments", {"env": env, "ignore_ttl": True, "dry_run": False})
         assert not tags(project, f"{schema}.events_latest")
         assert "icetime.clone.source" not in properties(project, f"{schema}.events_latest")
-        run_dbt(["run", "--full-refresh"])
         expire_history(project, "events_latest")
         live = set(data_files(project, f"{schema}.events_latest"))
         assert [f for f in cloned_files if f not in live and local(f).exists()] == []

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt
 
 from tests.support import (
     EnvironmentProject,
@@ -48,7 +48,7 @@ class TestSourcesWithLiveClones(EnvironmentProject):
     def models(self) -> dict[str, str]:
         return MODELS
 
-    def test_full_refresh_drop_is_refused_while_clones_live(self, project: Any) -> None:
+    def test_sources_with_live_clones_are_never_dropped(self, project: Any) -> None:
         make_events(project)
         run_dbt(["run"])
         env = env_for(project)
@@ -57,47 +57,35 @@ class TestSourcesWithLiveClones(EnvironmentProject):
             {"env": env, "ttl": "1d", "from_schema": project.test_schema, "select": "events_*"},
         )
         clone = f"icetime.{project.test_schema}__{env}.events_latest"
+        tag = f"icetime_clone:{project.test_schema}__{env}.events_latest"
         before = snapshots(project, "events_latest")
 
-        # dbt-spark drops an incremental model's table on --full-refresh: refused, named.
-        _, output = run_dbt_and_capture(
-            ["run", "--full-refresh", "--select", "events_latest"], expect_pass=False
-        )
-        assert f"Refusing to drop icetime.{project.test_schema}.events_latest" in output
-        assert clone in output and f"environment {env}" in output
-        assert snapshots(project, "events_latest") == before
-
-        # Through icetime's macros too (drop_relation backs drop_schema and materializations).
+        # Dropping the source (drop_relation backs drop_schema): refused, naming the clone.
         adapter = project.adapter
         relation = adapter.Relation.create(
             database="icetime", schema=project.test_schema, identifier="events_latest", type="table"
         )
         with adapter.connection_named("__test"), pytest.raises(Exception, match="Refusing to drop"):
             adapter.drop_relation(relation)
+        assert snapshots(project, "events_latest") == before
         assert rows(project, f"select * from {clone}") == [(1, "a"), (2, "b")]
 
-        # A table model is replaced in place (Iceberg keeps its history and tags): allowed,
-        # and its clone stays readable.
+        # A full refresh replaces the incremental model's table in one commit (dbt-spark drops
+        # it): history and the clone's protective tag are kept, so the clone stays readable.
         sql(project, "insert into {s}.events values (3, 'c')")
+        run_dbt(["run", "--full-refresh", "--select", "events_latest"])
+        assert snapshots(project, "events_latest")[: len(before)] == before
+        assert tag in tags(project, f"icetime.{project.test_schema}.events_latest")
+        assert rows(project, f"select * from {clone}") == [(1, "a"), (2, "b")]
+        assert rows(project, "select * from {s}.events_latest") == [(1, "a"), (2, "b"), (3, "c")]
+
+        # A table model is replaced in place too: allowed, and its clone stays readable.
         run_dbt(["run", "--select", "events_table"])
         table_clone = f"icetime.{project.test_schema}__{env}.events_table"
         assert rows(project, f"select * from {table_clone}") == [(1, "a"), (2, "b")]
         assert f"icetime_clone:{project.test_schema}__{env}.events_table" in tags(
             project, f"icetime.{project.test_schema}.events_table"
         )
-
-        # Forced: the user takes responsibility for the clones.
-        run_dbt(
-            [
-                "run",
-                "--full-refresh",
-                "--select",
-                "events_latest",
-                "--vars",
-                "{icetime_force_drop: true}",
-            ]
-        )
-        assert rows(project, "select * from {s}.events_latest") == [(1, "a"), (2, "b"), (3, "c")]
 
     def test_clone_at_a_pin(self, project: Any) -> None:
         make_events(project)

@@ -32,13 +32,42 @@ def uses_cluster(nodeid: str) -> bool:
     return nodeid.split("::")[0].endswith(CLUSTER_MODULES) and "[embedded]" not in nodeid
 
 
+# The slowest scopes, longest first (seconds in one process, measured): the workers take them
+# first, and the many short ones fill in after (longest-processing-time-first scheduling).
+SLOWEST = (
+    CLUSTER_SCOPE,  # ~500: the cluster's start and every test through it
+    "test_integration.py[embedded]",  # ~270: the demo project end to end
+    "cdf/test_cdf_faults.py",  # ~220: killed dbt processes, one at a time
+    "test_soak.py",  # ~120
+    "test_fail_closed.py",  # ~130 in three scopes
+    "cdf/test_cdf_property.py",  # ~150 in three scopes
+    "test_postgres_catalog.py",  # ~80
+    "clones/test_concurrent_janitors.py",
+    "adapter/test_basic.py",
+    "cdf/test_cdf_merge.py",
+    "clones/test_dbt_clone.py",
+    "adapter/test_incremental.py",
+)
+
+
+def rank(nodeid: str) -> int:
+    if uses_cluster(nodeid):
+        return 0
+    path = nodeid.split("::")[0]
+    key = path + "[embedded]" if "[embedded]" in nodeid else path
+    return next((i for i, slow in enumerate(SLOWEST) if key.endswith(slow)), len(SLOWEST))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The cluster's tests first: the longest scope starts while the others fill the workers."""
-    items.sort(key=lambda item: uses_cluster(item.nodeid), reverse=True)
+    """The slowest scopes first (see SLOWEST); the rest in their usual order."""
+    items.sort(key=lambda item: rank(item.nodeid))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
+
+    # Hand scopes out in the order above, not by their number of tests.
+    config.option.loadscopereorder = False
 
     class ByScope(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:

@@ -33,7 +33,7 @@ sources:
       - name: orders
       - name: stale
         freshness:
-          error_after: {count: 1, period: minute}
+          error_after: {count: 1, period: day}
 models:
   - name: orders_latest
     data_tests:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from dbt.tests.util import run_dbt, write_file
 
 from tests.support import (
     PackageProject,
@@ -16,6 +16,7 @@ from tests.support import (
     properties,
     raw_sources,
     rows,
+    run_failing,
     snapshots,
     sql,
 )
@@ -110,7 +111,7 @@ class TestBranchRuns(PackageProject):
         assert rows(project, "select * from {s}.totals") == [("a", 2), ("b", 1)]
 
     def test_bad_input(self, project: Any) -> None:
-        _, output = run_dbt_and_capture(["run", "--vars", "{wap_branch: 'x y'}"], expect_pass=False)
+        output = run_failing(["run", "--vars", "{wap_branch: 'x y'}"])
         assert "wap_branch 'x y' is not accepted" in output
         output = operation("publish", {"branch": "main"}, expect_pass=False)
         assert "wap_branch 'main' is not accepted" in output

@@ -128,6 +128,20 @@ MOR_V3 = MOR[:-1] + ", 'format-version'='3')"
 COW = "tblproperties ('format-version'='2')"
 
 
+def per_layout(base: type) -> tuple[type, type, type]:
+    """``base`` once per upstream layout: copy-on-write, merge-on-read, and merge-on-read with
+    deletion vectors (format v3); each class sets ``layout``."""
+    made = [
+        type(f"{base.__name__}{name}", (base,), {"layout": layout})
+        for name, layout in (
+            ("CopyOnWrite", COW),
+            ("MergeOnRead", MOR),
+            ("DeletionVectors", MOR_V3),
+        )
+    ]
+    return made[0], made[1], made[2]
+
+
 def sql(project: Any, statement: str, fetch: str | None = None) -> Any:
     return project.run_sql(statement.replace("{s}", f"icetime.{project.test_schema}"), fetch=fetch)
 

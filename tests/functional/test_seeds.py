@@ -57,7 +57,9 @@ def write_seed(project: Any, content: str) -> None:
     Path(project.project_root, "seeds", "raw_customers.csv").write_text(content)
 
 
-class TestSeedReloads(EnvironmentProject):
+class SeedProject(EnvironmentProject):
+    """The customers seed at its first version, with models over it."""
+
     @pytest.fixture(scope="class")
     def seeds(self) -> dict[str, str]:
         return {"raw_customers.csv": CUSTOMERS_V1}
@@ -66,6 +68,8 @@ class TestSeedReloads(EnvironmentProject):
     def models(self) -> dict[str, str]:
         return MODELS
 
+
+class TestSeedReloads(SeedProject):
     def test_a_reloaded_seed_keeps_its_history_tags_clones_and_change_feed(
         self, project: Any
     ) -> None:
@@ -139,15 +143,7 @@ class TestSeedReloads(EnvironmentProject):
         )
 
 
-class TestFullRefreshKeepsTheTable(EnvironmentProject):
-    @pytest.fixture(scope="class")
-    def seeds(self) -> dict[str, str]:
-        return {"raw_customers.csv": CUSTOMERS_V1}
-
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {"tier_log.sql": MODELS["tier_log.sql"]}
-
+class TestFullRefreshKeepsTheTable(SeedProject):
     def test_full_refresh_replaces_in_one_commit_keeping_history_and_tags(
         self, project: Any
     ) -> None:

@@ -93,11 +93,16 @@ def test_timestamp_before_the_trimmed_log_reaches_a_kept_snapshot() -> None:
     assert resolve(meta, AtTimestamp(4500), NOW, archive).snapshot_id == 4
 
 
-def test_timestamp_at_an_expired_snapshot_names_it_and_the_nearest_kept_ones() -> None:
+def refusal(instant_ms: int) -> str:
+    """The error a timestamp pin at ``instant_ms`` gets on the expired-middle table."""
     meta, archive = expired_middle()
     with pytest.raises(PinError) as raised:
-        resolve(meta, AtTimestamp(2500), NOW, archive)
-    message = str(raised.value)
+        resolve(meta, AtTimestamp(instant_ms), NOW, archive)
+    return str(raised.value)
+
+
+def test_timestamp_at_an_expired_snapshot_names_it_and_the_nearest_kept_ones() -> None:
+    message = refusal(2500)
     assert "snapshot 2, committed at 1970-01-01T00:00:02.000Z, was current then" in message
     assert "it has expired" in message
     assert "before it, 1 at 1970-01-01T00:00:01.000Z" in message
@@ -105,14 +110,12 @@ def test_timestamp_at_an_expired_snapshot_names_it_and_the_nearest_kept_ones() -
 
 
 def test_timestamp_before_all_history_says_what_is_retained() -> None:
-    meta, archive = expired_middle()
-    with pytest.raises(PinError) as raised:
-        resolve(meta, AtTimestamp(500), NOW, archive)
-    message = str(raised.value)
+    message = refusal(500)
     assert "expired or never existed" in message
     assert (
         "The oldest retained snapshot of icetime.raw.t is 1 at 1970-01-01T00:00:01.000Z" in message
     )
     # Without the archive the chain breaks at 3: nothing older can be told apart.
+    meta, _ = expired_middle()
     with pytest.raises(PinError, match="expired or never existed"):
         resolve(meta, AtTimestamp(1500), NOW)

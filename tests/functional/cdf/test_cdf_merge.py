@@ -11,13 +11,13 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from tests.support import (
     COW,
     MOR,
-    MOR_V3,
     SOURCES,
     PackageProject,
     assert_equal_sets,
     compact,
     create_orders,
     install_package,
+    per_layout,
     property_of,
     snapshots,
     sql,
@@ -135,16 +135,9 @@ class CdfMergeBase(PackageProject):
         assert "icetime adapter: changes of" in output and "icetime: changes of" not in output
 
 
-class TestCdfMergeCopyOnWrite(CdfMergeBase):
-    layout = COW
-
-
-class TestCdfMergeMergeOnRead(CdfMergeBase):
-    layout = MOR
-
-
-class TestCdfMergeDeletionVectors(CdfMergeBase):
-    layout = MOR_V3
+TestCdfMergeCopyOnWrite, TestCdfMergeMergeOnRead, TestCdfMergeDeletionVectors = per_layout(
+    CdfMergeBase
+)
 
 
 TWO_UPSTREAMS = """

@@ -23,13 +23,12 @@ from dbt.tests.util import run_dbt
 
 from tests.support import (
     COW,
-    MOR,
-    MOR_V3,
     SOURCES,
     PackageProject,
     assert_equal_sets,
     compact,
     create_orders,
+    per_layout,
     sql,
 )
 
@@ -167,13 +166,6 @@ class PropertyBase(PackageProject):
             self.check(project, history)
 
 
-class TestPropertyCopyOnWrite(PropertyBase):
-    layout = COW
-
-
-class TestPropertyMergeOnRead(PropertyBase):
-    layout = MOR
-
-
-class TestPropertyDeletionVectors(PropertyBase):
-    layout = MOR_V3
+TestPropertyCopyOnWrite, TestPropertyMergeOnRead, TestPropertyDeletionVectors = per_layout(
+    PropertyBase
+)

@@ -327,23 +327,16 @@ class TestSchemaModes(PinProject):
         sql(project, "alter table {s}.evolving drop column tmp")
         sql(project, "insert into {s}.evolving values (2, 'b', 2.5, 'x')")
 
+        def columns() -> list[tuple[str, str]]:
+            return [(c[0], c[1]) for c in sql(project, "describe {s}.evolving_copy", "all")]
+
         run_pinned(first, "evolving_copy")
-        columns = sql(project, "describe {s}.evolving_copy", "all")
-        assert [(c[0], c[1]) for c in columns[:4]] == [
-            ("id", "int"),
-            ("name", "string"),
-            ("score", "float"),
-            ("tmp", "int"),
-        ]
+        then = [("id", "int"), ("name", "string"), ("score", "float"), ("tmp", "int")]
+        assert columns()[:4] == then
         run_pinned(first, "evolving_copy", pin_schema_mode="current")
-        columns = sql(project, "describe {s}.evolving_copy", "all")
-        assert [(c[0], c[1]) for c in columns[:4]] == [
-            ("id", "bigint"),
-            ("label", "string"),
-            ("score", "double"),
-            ("extra", "string"),
-        ]
-        assert "tmp" not in {c[0] for c in columns}
+        now = [("id", "bigint"), ("label", "string"), ("score", "double"), ("extra", "string")]
+        assert columns()[:4] == now
+        assert "tmp" not in {name for name, _ in columns()}
         assert sql(project, "select * from {s}.evolving_copy", "all") == [(1, "a", 1.5, None)]
 
     def test_bad_schema_mode(self, project: Any) -> None:

@@ -94,9 +94,11 @@ class ClusterState:
 class Cluster:
     """PostgreSQL + Spark master + workers + Thrift Server, started and stopped together."""
 
-    def __init__(self, directory: Path, workers: int = 2) -> None:
+    def __init__(self, directory: Path, workers: int = 2, java_options: str = "") -> None:
         self.directory = directory.resolve()
         self.worker_count = workers
+        # Extra options for every JVM of the cluster (the tests' compiler settings, say).
+        self.java_options = java_options
         self.state = ClusterState(directory=str(self.directory))
         # One Thrift session for this object's statements: the Thrift Server opens the Iceberg
         # catalog (and its PostgreSQL connections) per session and does not close it when the
@@ -241,6 +243,10 @@ class Cluster:
         settings = resolve_settings(self._server_credentials())
         conf = dict(settings.conf)
         # The server's driver, not a client's: bound to loopback, executors on the workers.
+        if self.java_options:
+            driver = conf.get("spark.driver.extraJavaOptions", "")
+            conf["spark.driver.extraJavaOptions"] = f"{driver} {self.java_options}".strip()
+            conf["spark.executor.extraJavaOptions"] = self.java_options
         conf.update(
             {
                 "spark.executor.memory": EXECUTOR_MEMORY,
@@ -356,6 +362,7 @@ class Cluster:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(self.directory),
             "SPARK_WORKER_DIR": str(self.directory),
+            "SPARK_DAEMON_JAVA_OPTS": self.java_options,
         }
         with log.open("ab") as out:
             proc = subprocess.Popen(

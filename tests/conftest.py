@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
-from tests.support import profile_target
+from tests.support import TEST_JVM_OPTIONS, profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
@@ -105,7 +105,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
     Started on first use and stopped (by pid) at the end of the session, even after failures.
     """
-    started = Cluster(tmp_path_factory.mktemp("cluster"), workers=2).start()
+    directory = tmp_path_factory.mktemp("cluster")
+    started = Cluster(directory, workers=2, java_options=TEST_JVM_OPTIONS).start()
     try:
         yield started
     finally:

@@ -86,7 +86,8 @@ class TestSeedReloads(SeedProject):
 
         # The reload: one overwrite commit on the same table, while a clone reads its files.
         write_seed(project, CUSTOMERS_V2)
-        run_dbt(["seed"])
+        _, output = run_dbt_and_capture(["seed"])
+        assert "replacing the table" not in output
         assert uuid_of(project, "raw_customers") == identity
         history = snapshots(project, "raw_customers")
         assert history[: len(first)] == first and len(history) == len(first) + 1

@@ -20,6 +20,7 @@
     {%- set sql = icetime_seed_create(this, columns, replace=false) -%}
     {%- do icetime_seed_insert(this, model, agate_table) -%}
   {%- elif full_refresh_mode or not icetime_seed_evolve(old_relation, columns) -%}
+    {{ log("icetime: " ~ this ~ ": replacing the table (--full-refresh, or a column type Iceberg cannot change in place); its history and tags are kept, and change feeds reading it see a history gap", info=true) }}
     {%- set sql = icetime_seed_create(this, columns, replace=true) -%}
     {%- do icetime_seed_insert(this, model, agate_table) -%}
   {%- else -%}
@@ -51,9 +52,6 @@
 
 
 {% macro icetime_seed_create(relation, columns, replace) %}
-  {%- if replace -%}
-    {{ log("icetime: " ~ relation ~ ": replacing the table (--full-refresh, or a column type Iceberg cannot change in place); its history and tags are kept, and change feeds reading it see a history gap", info=true) }}
-  {%- endif -%}
   {%- set sql -%}
     {{ 'create or replace table' if replace else 'create table' }} {{ relation }} (
       {%- for column in columns %}{{ column.quoted }} {{ column.type }}{{ ', ' if not loop.last }}{% endfor -%}

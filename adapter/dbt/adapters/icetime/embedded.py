@@ -189,5 +189,5 @@ def _check_sqlite_unlocked(path: str) -> None:
         if "locked" in str(exc):
             raise errors.CatalogError(errors.CATALOG_LOCKED.format(where=path)) from exc
         raise errors.CatalogError(
-            f"Cannot open the Iceberg catalog database {path}: {exc}"
+            errors.CATALOG_FILE_UNOPENABLE.format(path=path, reason=exc)
         ) from exc

@@ -129,6 +129,22 @@ PROTECTED_TARGET = (
 )
 
 
+CATALOG_UNREACHABLE = "pyiceberg could not open the Iceberg catalog '{catalog}' at {uri}: {reason}"
+LOOKUP_FAILED = "Could not look up {table} in the Iceberg catalog '{catalog}': {reason}"
+TABLE_MISSING_IN = "Iceberg table {table} does not exist in catalog '{catalog}'."
+TABLE_MISSING = "Iceberg table {table} does not exist."
+SPARK_METADATA_UNREADABLE = "Could not read the metadata of {table} through Spark SQL: {reason}"
+METADATA_COMPRESSED = (
+    "The metadata file {file} of {table} is compressed, which Spark SQL cannot read as text: use "
+    "metadata_access: pyiceberg with a catalog the client can open."
+)
+METADATA_INVALID = (
+    "The metadata file {file} of {table} is not valid Iceberg table metadata: {reason}"
+)
+METADATA_FILE_UNREADABLE = "Could not read metadata file {file}: {reason}"
+CATALOG_FILE_UNOPENABLE = "Cannot open the Iceberg catalog database {path}: {reason}"
+
+
 class HistoryGapError(Refusal):
     """A CDF model's watermark cannot be followed to the upstream's pinned snapshot."""
 
@@ -335,6 +351,9 @@ OLDER_THAN_IN_FUTURE = (
     "timestamp or a duration such as 30d."
 )
 BAD_DIFF_KEY = "key {value!r} is not accepted: a column name or a list of column names."
+DIFF_KEY_NOT_A_COLUMN = (
+    "key {keys} is not a column of {table} in both versions. Columns: {columns}."
+)
 ONE_TABLE_ONLY = "{what} takes one table (model or relation)."
 NOTHING_TO_COMPARE = "{table} has no snapshot to compare."
 UNKNOWN_TABLE_MODEL = (

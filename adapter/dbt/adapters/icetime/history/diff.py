@@ -53,8 +53,9 @@ def diff(
     missing = [k for k in keys if k not in columns]
     if missing:
         raise errors.ConfigurationError(
-            f"key {', '.join(missing)} is not a column of {table} in both versions. "
-            f"Columns: {', '.join(columns)}."
+            errors.DIFF_KEY_NOT_A_COLUMN.format(
+                keys=", ".join(missing), table=table, columns=", ".join(columns)
+            )
         )
     listed = ", ".join(quote_identifier(c) for c in columns)
     old = f"(select {listed} from {table.sql()} version as of {int(a)})"

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.errors import MetadataError
 from dbt.adapters.icetime.metadata.model import (
     MAIN_BRANCH,
@@ -35,8 +36,9 @@ def parse_metadata(identifier: str, location: str, raw: bytes | str) -> TableMet
         return _table(identifier, location, doc, snapshots)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise MetadataError(
-            f"The metadata file {location} of {identifier} is not valid Iceberg table "
-            f"metadata: {type(exc).__name__}: {exc}"
+            errors.METADATA_INVALID.format(
+                file=location, table=identifier, reason=f"{type(exc).__name__}: {exc}"
+            )
         ) from exc
 
 

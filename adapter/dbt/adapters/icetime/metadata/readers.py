@@ -86,8 +86,11 @@ class PyIcebergReader:
                     catalog = SqlCatalog(self.catalog_name, **self.properties)
                 except Exception as exc:
                     raise errors.CatalogError(
-                        f"pyiceberg could not open the Iceberg catalog '{self.catalog_name}' "
-                        f"at {_redact(self.properties.get('uri', '?'))}: {exc}"
+                        errors.CATALOG_UNREACHABLE.format(
+                            catalog=self.catalog_name,
+                            uri=_redact(self.properties.get("uri", "?")),
+                            reason=exc,
+                        )
                     ) from exc
                 self._catalogs[key] = catalog
                 self._engines[self.properties["uri"]] = catalog.engine
@@ -110,11 +113,11 @@ class PyIcebergReader:
                 ).first()
         except Exception as exc:
             raise errors.CatalogError(
-                f"Could not look up {name} in the Iceberg catalog '{self.catalog_name}': {exc}"
+                errors.LOOKUP_FAILED.format(table=name, catalog=self.catalog_name, reason=exc)
             ) from exc
         if row is None or not row[0]:
             raise errors.TableNotFoundError(
-                f"Iceberg table {name} does not exist in catalog '{self.catalog_name}'."
+                errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
             )
         return str(row[0])
 
@@ -138,7 +141,9 @@ class PyIcebergReader:
         try:
             data: bytes = load_file_io(self.properties, location).new_input(location).open().read()
         except Exception as exc:
-            raise errors.MetadataError(f"Could not read metadata file {location}: {exc}") from exc
+            raise errors.MetadataError(
+                errors.METADATA_FILE_UNREADABLE.format(file=location, reason=exc)
+            ) from exc
         return gzip.decompress(data) if location.endswith(".gz.metadata.json") else data
 
     def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
@@ -177,9 +182,9 @@ class SparkSqlReader:
         except Exception as exc:
             message = str(getattr(exc, "msg", exc))
             if "TABLE_OR_VIEW_NOT_FOUND" in message or "NoSuchTableException" in message:
-                raise errors.TableNotFoundError(f"Iceberg table {name} does not exist.") from exc
+                raise errors.TableNotFoundError(errors.TABLE_MISSING.format(table=name)) from exc
             raise errors.MetadataError(
-                f"Could not read the metadata of {name} through Spark SQL: {message}"
+                errors.SPARK_METADATA_UNREADABLE.format(table=name, reason=message)
             ) from exc
 
     def table(self, name: TableName) -> TableMetadata:
@@ -192,10 +197,7 @@ class SparkSqlReader:
 
     def _text(self, name: TableName, location: str) -> str:
         if location.endswith(".gz.metadata.json"):
-            raise errors.MetadataError(
-                f"The metadata file {location} of {name} is compressed, which Spark SQL cannot "
-                "read as text: use metadata_access: pyiceberg with a catalog the client can open."
-            )
+            raise errors.MetadataError(errors.METADATA_COMPRESSED.format(file=location, table=name))
         rows = self._query(name, f"select value from text.{quote_identifier(location)}")
         return "".join(str(row[0]) for row in rows)
 

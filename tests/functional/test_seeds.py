@@ -53,6 +53,20 @@ def uuid_of(project: Any, table: str) -> str:
     return str(project.adapter.metadata_reader().table(name).table_uuid)
 
 
+def retained(project: Any, table: str) -> set[int]:
+    """Every snapshot id ``{s}.table`` still has."""
+    found = sql(project, f"select snapshot_id from {{s}}.{table}.snapshots", "all")
+    return {int(r[0]) for r in found}
+
+
+def tag_and_clone(project: Any, table: str, tag: str) -> str:
+    """Tag ``{s}.table`` and clone the test schema into an environment; its name."""
+    operation("tag", {"name": tag, "relation": f"{project.test_schema}.{table}"})
+    env = env_for(project)
+    operation("create_environment", {"env": env, "ttl": "1h", "from_schema": project.test_schema})
+    return env
+
+
 def write_seed(project: Any, content: str) -> None:
     Path(project.project_root, "seeds", "raw_customers.csv").write_text(content)
 
@@ -79,9 +93,7 @@ class TestSeedReloads(SeedProject):
         table = f"{schema}.raw_customers"
         identity = uuid_of(project, "raw_customers")
         first = snapshots(project, "raw_customers")
-        operation("tag", {"name": "eod-1", "relation": table})
-        env = env_for(project)
-        operation("create_environment", {"env": env, "ttl": "1h", "from_schema": schema})
+        env = tag_and_clone(project, "raw_customers", "eod-1")
         clone = f"icetime.{schema}__{env}.raw_customers"
 
         # The reload: one overwrite commit on the same table, while a clone reads its files.
@@ -139,9 +151,7 @@ class TestSeedReloads(SeedProject):
         assert uuid_of(project, "raw_customers") == identity
         assert rows(project, "select id, name from {s}.raw_customers") == [("c1", "ada")]
         # The table keeps the snapshots from before the replace.
-        assert set(before) <= set(
-            r[0] for r in sql(project, "select snapshot_id from {s}.raw_customers.snapshots", "all")
-        )
+        assert set(before) <= retained(project, "raw_customers")
 
 
 class TestFullRefreshKeepsTheTable(SeedProject):
@@ -153,19 +163,13 @@ class TestFullRefreshKeepsTheTable(SeedProject):
         table = f"{project.test_schema}.tier_log"
         identity = uuid_of(project, "tier_log")
         before = snapshots(project, "tier_log")
-        operation("tag", {"name": "kept", "relation": table})
-        env = env_for(project)
-        operation(
-            "create_environment", {"env": env, "ttl": "1h", "from_schema": project.test_schema}
-        )
+        env = tag_and_clone(project, "tier_log", "kept")
         write_seed(project, CUSTOMERS_V2)
         run_dbt(["seed"])
         run_dbt(["run", "--full-refresh"])
         assert uuid_of(project, "tier_log") == identity
         assert "kept" in tags(project, f"icetime.{table}")
-        assert set(before) <= set(
-            r[0] for r in sql(project, "select snapshot_id from {s}.tier_log.snapshots", "all")
-        )
+        assert set(before) <= retained(project, "tier_log")
         assert rows(project, "select tier, n from {s}.tier_log") == [("gold", 2), ("silver", 1)]
         clone = f"icetime.{project.test_schema}__{env}.tier_log"
         assert rows(project, f"select tier, n from {clone}") == [

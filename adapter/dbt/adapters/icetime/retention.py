@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.cdf.plan import Watermark
 from dbt.adapters.icetime.cdf.state import load_state
 from dbt.adapters.icetime.clones.service import TAG_PREFIX
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -38,6 +39,7 @@ class Retention:
         self.graph = graph
         # Per pins file: table -> the snapshot id it read (read once, before any expiry).
         self.recorded = self._recorded_pins(keep_pins)
+        self._cdf_state: list[tuple[str, Watermark]] | None = None
 
     def held(self, table: TableName, metadata: TableMetadata, now_ms: int) -> Reasons:
         """Every snapshot of ``table`` that must not expire, with the reasons."""
@@ -56,28 +58,38 @@ class Retention:
 
     def _cdf_watermarks(self, metadata: TableMetadata, held: Reasons) -> None:
         """A CDF model's next run reads every commit after its watermark."""
-        for node in self.graph.get("nodes", {}).values():
-            if node.get("config", {}).get("incremental_strategy") != "cdf":
-                continue
-            target_name = TableName.from_node(node, self.services.catalog)
-            try:
-                target = self.services.reader.table(target_name)
-            except errors.TableNotFoundError:
-                continue
-            state = load_state(target.properties, str(target_name))
-            ancestry = [s.snapshot_id for s in metadata.ancestors()]
-            for watermark in state.upstreams.values() if state else ():
-                if watermark.table_uuid != metadata.table_uuid:
+        watermarks = [(n, w) for n, w in self._watermarks() if w.table_uuid == metadata.table_uuid]
+        if not watermarks:
+            return
+        ancestry = [s.snapshot_id for s in metadata.ancestors()]
+        for model, watermark in watermarks:
+            if watermark.snapshot_id not in ancestry:
+                continue  # rolled back past it: the model rebuilds or fails, reads nothing
+            for snapshot_id in ancestry[: ancestry.index(watermark.snapshot_id) + 1]:
+                why = (
+                    f"the CDF watermark of {model}"
+                    if snapshot_id == watermark.snapshot_id
+                    else f"not yet read by CDF model {model}"
+                )
+                held.setdefault(snapshot_id, []).append(why)
+
+    def _watermarks(self) -> list[tuple[str, Watermark]]:
+        """(model name, watermark) of every CDF model of the project, each target read once
+        per operation however many tables it expires."""
+        if self._cdf_state is None:
+            found: list[tuple[str, Watermark]] = []
+            for node in self.graph.get("nodes", {}).values():
+                if node.get("config", {}).get("incremental_strategy") != "cdf":
                     continue
-                if watermark.snapshot_id not in ancestry:
-                    continue  # rolled back past it: the model rebuilds or fails, reads nothing
-                for snapshot_id in ancestry[: ancestry.index(watermark.snapshot_id) + 1]:
-                    why = (
-                        f"the CDF watermark of {node['name']}"
-                        if snapshot_id == watermark.snapshot_id
-                        else f"not yet read by CDF model {node['name']}"
-                    )
-                    held.setdefault(snapshot_id, []).append(why)
+                target_name = TableName.from_node(node, self.services.catalog)
+                try:
+                    target = self.services.reader.table(target_name)
+                except errors.TableNotFoundError:
+                    continue
+                state = load_state(target.properties, str(target_name))
+                found += [(node["name"], w) for w in (state.upstreams.values() if state else ())]
+            self._cdf_state = found
+        return self._cdf_state
 
     def _configured_pins(
         self, table: TableName, metadata: TableMetadata, now_ms: int, held: Reasons

@@ -24,8 +24,7 @@ def call(catalog: str | None, procedure: str, table: TableName, **arguments: str
 
 def ensure_table(execute: Callable[[str], object], table: TableName, columns: str) -> None:
     """Create one of icetime's tables (and its namespace) if missing."""
-    namespace = ".".join(quote_identifier(p) for p in (table.catalog, table.namespace) if p)
-    execute(f"create namespace if not exists {namespace}")
+    execute(f"create namespace if not exists {table.namespace_sql()}")
     execute(
         f"create table if not exists {table.sql()} ({columns}) using iceberg "
         "tblproperties ('format-version'='2')"

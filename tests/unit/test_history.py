@@ -125,3 +125,13 @@ def test_diff_key_columns() -> None:
     for bad in ({"a": 1}, 5, "", ["a", 1], [None]):
         with pytest.raises(ConfigurationError, match="is not accepted: a column name or a list"):
             key_columns(bad)
+
+
+def test_expiry_plan_names_refs_as_described() -> None:
+    meta = table(
+        LINE, [(1, 100), (2, 200)], {"icetime_clone:s.t": Ref("icetime_clone:s.t", "tag", 1)}
+    )
+    plan = expire.plan_expiry(
+        meta, T, cutoff_ms=1000, retain_last=1, held={}, describe_ref=lambda r: f"clone {r.name}"
+    )
+    assert plan.kept[1] == ["clone icetime_clone:s.t"]

@@ -1,8 +1,7 @@
 """What snapshot expiry must keep, and why: the one module that knows every feature.
 
 A snapshot is held when something icetime made still needs it (a tag or branch always holds
-its snapshot: see ``history.expire.plan_expiry``):
-- a clone's protective tag points at it;
+its snapshot, see ``history.expire.plan_expiry``; ``describe_ref`` names a clone's tag as one):
 - a CDF model's watermark is it, or the model has not yet read it (the commits after the
   watermark);
 - a ``pin_snapshot`` configured in the project, or on a source or model, resolves to it;
@@ -22,7 +21,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.plan import Watermark
 from dbt.adapters.icetime.cdf.state import load_state
 from dbt.adapters.icetime.clones.service import TAG_PREFIX
-from dbt.adapters.icetime.metadata import TableMetadata, TableName
+from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtSnapshot, Point
 from dbt.adapters.icetime.metadata.resolve import resolve
 from dbt.adapters.icetime.pins import record
@@ -50,11 +49,12 @@ class Retention:
             recorded_id = inputs.get(str(table))
             if recorded_id is not None:
                 held.setdefault(recorded_id, []).append(f"recorded in pins file {path}")
-        for ref in metadata.refs.values():
-            if ref.name.startswith(TAG_PREFIX):
-                why = f"a clone's protective tag {ref.name!r}"
-                held.setdefault(ref.snapshot_id, []).append(why)
         return held
+
+    def describe_ref(self, ref: Ref) -> str:
+        """A clone's protective tag says so; any other ref is its kind and name."""
+        kind = "a clone's protective tag" if ref.name.startswith(TAG_PREFIX) else ref.kind
+        return f"{kind} {ref.name!r}"
 
     def _cdf_watermarks(self, metadata: TableMetadata, held: Reasons) -> None:
         """A CDF model's next run reads every commit after its watermark."""

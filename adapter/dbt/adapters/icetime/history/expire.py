@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.metadata import Snapshot, TableMetadata, TableName
+from dbt.adapters.icetime.metadata import Ref, Snapshot, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.resolve import ArchivedSnapshot
 from dbt.adapters.icetime.sql import sql_literal
 
@@ -52,8 +52,10 @@ def plan_expiry(
     cutoff_ms: int,
     retain_last: int,
     held: Mapping[int, list[str]],
+    describe_ref: Callable[[Ref], str] | None = None,
 ) -> ExpiryPlan:
-    """Which snapshots older than ``cutoff_ms`` expire, and which are kept and why."""
+    """Which snapshots older than ``cutoff_ms`` expire, and which are kept and why. A ref always
+    holds its snapshot; ``describe_ref`` says what it is (default: its kind and name)."""
     plan = ExpiryPlan(table, metadata)
     reasons: dict[int, list[str]] = {k: list(v) for k, v in held.items()}
     for index, snapshot in enumerate(metadata.ancestors()):
@@ -62,9 +64,8 @@ def plan_expiry(
         why = f"one of the last {retain_last} of main"
         reasons.setdefault(snapshot.snapshot_id, []).append(why)
     for ref in metadata.refs.values():
-        named = reasons.setdefault(ref.snapshot_id, [])
-        if not any(repr(ref.name) in why for why in named):
-            named.append(f"{ref.kind} {ref.name!r}")
+        why = describe_ref(ref) if describe_ref is not None else f"{ref.kind} {ref.name!r}"
+        reasons.setdefault(ref.snapshot_id, []).append(why)
     for snapshot in metadata.snapshots:
         if snapshot.timestamp_ms >= cutoff_ms:
             continue

@@ -12,7 +12,7 @@ from dbt.adapters.icetime.history import expire, restore, tags
 from dbt.adapters.icetime.history import log as history_log
 from dbt.adapters.icetime.history.restore import Restorer
 from dbt.adapters.icetime.history.targets import resolve_targets
-from dbt.adapters.icetime.metadata import TableMetadata, TableName
+from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.metadata.points import AtTimestamp, parse_point
 from dbt.adapters.icetime.metadata.resolve import resolve
@@ -25,6 +25,10 @@ class Holds(Protocol):
     def held(
         self, table: TableName, metadata: TableMetadata, now_ms: int
     ) -> dict[int, list[str]]: ...
+
+    def describe_ref(self, ref: Ref) -> str:
+        """Why a ref holds its snapshot, in words."""
+        ...
 
 
 class HistoryOperations:
@@ -121,7 +125,9 @@ class HistoryOperations:
                     errors.EXPIRE_NOT_ICEBERG.format(table=table)
                 ) from exc
             held = holds.held(table, metadata, now)
-            plans.append(expire.plan_expiry(metadata, table, cutoff, retain, held))
+            plans.append(
+                expire.plan_expiry(metadata, table, cutoff, retain, held, holds.describe_ref)
+            )
         if not dry:
             archive = expire.Archive(self.services.catalog, self.services.execute)
             archive.ensure()

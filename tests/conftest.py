@@ -99,6 +99,17 @@ def dbt_profile_target(icetime_home: Path) -> dict[str, Any]:
     return profile_target(icetime_home)
 
 
+@pytest.fixture(scope="class")
+def project_config_update() -> dict[str, Any]:
+    """CDF models run incrementally unless a test says otherwise.
+
+    On tables of a few rows, `cdf_refresh: auto` rebuilds (it is cheaper), and most CDF tests
+    check the incremental path: they get it here. The tests of the choice itself set
+    `cdf_refresh` on their models.
+    """
+    return {"models": {"+cdf_refresh": "incremental"}}
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """PostgreSQL + Spark master + 2 workers + Thrift Server on loopback, for this test run.

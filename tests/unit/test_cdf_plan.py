@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import CommitReads, changes_sql, full_sql
+from dbt.adapters.icetime.cdf.changes import changes_sql, full_sql, signed_read
 from dbt.adapters.icetime.cdf.plan import (
     APPEND,
     COMPACTION,
@@ -17,9 +17,7 @@ from dbt.adapters.icetime.cdf.plan import (
     Watermark,
     plan_range,
 )
-from dbt.adapters.icetime.cdf.reads import ChangelogReads
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
-from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
 from tests.support import synthetic_table
 
@@ -97,62 +95,39 @@ def test_state_round_trip_and_damage() -> None:
 def test_change_sql_counts_signs_and_pairs_updates() -> None:
     planned = plan_range(table(*HISTORY), Watermark(UUID, 2), 3)
     assert isinstance(planned, ChangeRange)
-    reads = [CommitReads(planned.commits[0], "before_view", "after_view")]
-    net = changes_sql(["`id`"], reads, per_commit=False, keys=["`id`"])
+    commit = planned.commits[0]
+    pieces = [
+        signed_read(["`id`"], commit.ordinal, -1, "before_view"),
+        signed_read(["`id`"], commit.ordinal, 1, "after_view"),
+    ]
+    net = changes_sql(["`id`"], pieces, planned.commits, per_commit=False, keys=["`id`"])
     assert "sum(_icetime_sign)" in net and "group by `id` having" in net
     assert "'update_before'" in net and "partition by `id`)" in net
-    per_commit = changes_sql(["`id`"], reads, per_commit=True, keys=["`id`"])
+    per_commit = changes_sql(["`id`"], pieces, planned.commits, per_commit=True, keys=["`id`"])
     assert "group by `id`, _icetime_ord" in per_commit
     assert "partition by `id`, _icetime_ord" in per_commit
-    appends = [CommitReads(planned.commits[0], None, "appended")]
-    assert "sum(" not in changes_sql(["`id`"], appends, per_commit=False)
-    # A whole-snapshot read of an append still diffs: it has a before side.
-    assert "sum(" in changes_sql(
-        ["`id`"], [CommitReads(planned.commits[0], "b", "a")], per_commit=False
+    appends = [signed_read(["`id`"], commit.ordinal, 1, "appended")]
+    assert "sum(" not in changes_sql(["`id`"], appends, planned.commits, per_commit=False)
+
+
+def test_change_sql_maps_ordinals_past_compactions() -> None:
+    """A compaction inside the range reads no rows, yet later commits keep their own ids."""
+    metadata = table(
+        snap(1, None, "append"),
+        snap(2, 1, "replace"),
+        snap(3, 2, "overwrite"),
+        snap(4, 3, "append"),
     )
+    planned = plan_range(metadata, Watermark(UUID, 1), 4)
+    assert isinstance(planned, ChangeRange)
+    last = planned.commits[-1]
+    sql = changes_sql(
+        ["`id`"], [signed_read(["`id`"], last.ordinal, 1, "v")], planned.commits, per_commit=True
+    )
+    assert "element_at(array(cast(2 as bigint), cast(3 as bigint), cast(4 as bigint))" in sql
+    assert f"{last.ordinal} as _icetime_ord" in sql and last.snapshot_id == 4
 
 
 def test_full_sql_tags_every_row_as_insert() -> None:
     sql = full_sql(["`id`"], "t VERSION AS OF 6", 6, 6000)
     assert "'insert' as _change_type" in sql and "timestamp_millis(6000)" in sql
-
-
-def test_changelog_reads_use_iceberg_changelog_only_without_delete_files() -> None:
-    no_deletes = {"total-delete-files": "0"}
-    metadata = table(
-        snap(1, None, "append", **no_deletes),
-        snap(2, 1, "append", **no_deletes),
-        snap(3, 2, "overwrite", **no_deletes),  # copy-on-write: files replaced, no delete file
-        snap(4, 3, "overwrite", **{"total-delete-files": "1", "added-delete-files": "1"}),
-        snap(5, 4, "append", **{"total-delete-files": "1"}),  # deletes still in the table
-    )
-    change_range = plan_range(metadata, Watermark(UUID, 1), 5)
-    assert isinstance(change_range, ChangeRange)
-    executed: list[str] = []
-    reads = ChangelogReads(
-        TableName("icetime", "raw", "orders"),
-        metadata,
-        metadata.current_schema,
-        executed.append,
-        "icetime_cdf__m__0",
-    )
-    by_commit = {r.commit.snapshot_id: r for r in reads.commit_reads(change_range)}
-    # Commits 2 and 3 through changelog views; 4 and 5 (a delete file in the table) whole.
-    assert executed == [
-        "call `icetime`.system.create_changelog_view(table => '`raw`.`orders`', options => "
-        f"map('start-snapshot-id', '{p}', 'end-snapshot-id', '{s}'), "
-        f"changelog_view => 'icetime_cdf__m__0__log{i}')"
-        for i, (p, s) in enumerate([(1, 2), (2, 3)])
-    ]
-    assert by_commit[2].before is None  # an append: inserts only
-    assert "`icetime_cdf__m__0__log0` where _change_type = 'INSERT'" in by_commit[2].after
-    assert "`icetime_cdf__m__0__log1` where _change_type = 'DELETE'" in str(by_commit[3].before)
-    for whole in (4, 5):
-        assert f"VERSION AS OF {whole - 1}" in str(by_commit[whole].before)
-        assert f"VERSION AS OF {whole}" in by_commit[whole].after
-    assert reads.describe().startswith("2 commit(s) through Iceberg's changelog view")
-    reads.close()
-    assert executed[-2:] == [
-        "drop view if exists `icetime_cdf__m__0__log0`",
-        "drop view if exists `icetime_cdf__m__0__log1`",
-    ]

@@ -61,7 +61,8 @@ def test_cdf_config_reads_every_setting() -> None:
     assert found.mode == "merge"
     assert found.unique_key == ("a", "b")
     assert found.on_history_gap == "full_refresh"
-    assert found.read_path == "auto"
+    assert found.refresh == "auto"
+    assert cdf_config(model(unique_key="id", cdf_refresh="full"), "x").refresh == "full"
     assert cdf_config(model(cdf_mode="append"), "x").mode == "append"
     recompute = cdf_config(model(cdf_recompute_keys="region"), "x")
     assert (recompute.mode, recompute.recompute_keys) == ("recompute", ("region",))
@@ -79,7 +80,8 @@ def test_cdf_config_reads_every_setting() -> None:
             "accepted: unset when cdf_recompute_keys is set",
         ),
         ({"unique_key": "id", "on_history_gap": "skip"}, "accepted: fail, full_refresh"),
-        ({"unique_key": "id", "cdf_read_path": "x"}, "accepted: auto, changelog, snapshots"),
+        ({"unique_key": "id", "cdf_refresh": "x"}, "accepted: auto, incremental, full"),
+        ({"unique_key": "id", "cdf_read_path": "snapshots"}, "'cdf_read_path' ('snapshots') was"),
         ({"unique_key": ["id", ""]}, "a column name or a list of column names"),
         ({"unique_key": {"id": 1}}, "a column name or a list of column names"),
     ],

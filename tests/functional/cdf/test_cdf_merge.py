@@ -121,10 +121,9 @@ class CdfMergeBase(PackageProject):
                 "all",
             )
         )
-        # Copy-on-write replaces the file (read before, at the parent); merge-on-read keeps it
-        # with new deletes (read on both sides); the new rows' files are read after.
-        old_side = [touched[0][0]] * (1 if self.layout == COW else 2)
-        expected = old_side + [row[0] for row in added]
+        # Copy-on-write replaces the file (its rows before); merge-on-read keeps it with new
+        # deletes (read once: the rows at the newly deleted positions); the new rows' files.
+        expected = [touched[0][0]] + [row[0] for row in added]
         output = self.run_and_check(project)
         assert len(set(expected)) < len(sizes)  # not every file of the table
         assert (

@@ -1,10 +1,12 @@
 """Property: after any sequence of upstream commits, every CDF model equals its full rebuild.
 
 Random inserts, updates, deletes, MERGEs, overwrites and compactions on copy-on-write,
-merge-on-read and deletion-vector (format v3) upstreams; after each step one `dbt run` of four
-CDF models (merge through file diffs, merge through whole-snapshot reads, a change log, an
-aggregate recomputing changed keys), each compared with the same SQL over the upstream with
-EXCEPT ALL both ways.
+merge-on-read and deletion-vector (format v3) upstreams; after each step one `dbt run` of the CDF
+models, each compared with the same SQL over the upstream with EXCEPT ALL both ways. Every read
+path runs, and `cdf_refresh: auto` forced to each side: merges through the touched files
+(`incremental`), through rebuilds (`full`) and by choice (`auto`); change logs through the
+touched files and through whole snapshots (a log's `full` side); an aggregate recomputing
+changed keys, both ways. Two models share every incremental change read.
 
 CI runs ICETIME_PROPERTY_STEPS (default 8) steps per layout with a fixed seed; the long run:
   ICETIME_PROPERTY_STEPS=200 ICETIME_PROPERTY_SEED=<n> \
@@ -46,14 +48,15 @@ MERGE_REBUILD = (
     "select order_id, upper(status) as status, amount from {s}.orders where amount % 5 != 0"
 )
 LOG_MODEL = """
-{{ config(materialized='incremental', incremental_strategy='cdf', cdf_mode='append') }}
+{{{{ config(materialized='incremental', incremental_strategy='cdf', cdf_mode='append'{extra}) }}}}
 select order_id, status, amount, _change_type, _commit_snapshot_id
-from {{ icetime.changes(source('raw', 'orders')) }}
+from {{{{ icetime.changes(source('raw', 'orders')) }}}}
 """
 AGG_MODEL = """
-{{ config(materialized='incremental', incremental_strategy='cdf', cdf_recompute_keys=['status']) }}
+{{{{ config(materialized='incremental', incremental_strategy='cdf',
+            cdf_recompute_keys=['status']{extra}) }}}}
 select status, count(*) as n, sum(amount) as total
-from {{ source('raw', 'orders') }}
+from {{{{ source('raw', 'orders') }}}}
 group by status
 """
 AGG_REBUILD = "select status, count(*) as n, sum(amount) as total from {s}.orders group by status"
@@ -120,36 +123,38 @@ class PropertyBase(PackageProject):
         return {
             "sources.yml": SOURCES,
             "latest.sql": MERGE_MODEL.format(extra=""),
-            "latest_snapshots.sql": MERGE_MODEL.format(extra=", cdf_read_path='snapshots'"),
-            "latest_changelog.sql": MERGE_MODEL.format(extra=", cdf_read_path='changelog'"),
-            "log.sql": LOG_MODEL,
-            "by_status.sql": AGG_MODEL,
+            "latest_full.sql": MERGE_MODEL.format(extra=", cdf_refresh='full'"),
+            "latest_auto.sql": MERGE_MODEL.format(extra=", cdf_refresh='auto'"),
+            "log.sql": LOG_MODEL.format(extra=""),
+            "log_full.sql": LOG_MODEL.format(extra=", cdf_refresh='full'"),
+            "by_status.sql": AGG_MODEL.format(extra=""),
+            "by_status_full.sql": AGG_MODEL.format(extra=", cdf_refresh='full'"),
         }
 
     def check(self, project: Any, history: list[str]) -> None:
         try:
-            for model in ("latest", "latest_snapshots", "latest_changelog"):
+            for model in ("latest", "latest_full", "latest_auto"):
                 assert_equal_sets(project, f"select * from {{s}}.{model}", MERGE_REBUILD)
-            assert_equal_sets(project, "select * from {s}.by_status", AGG_REBUILD)
-            # The change log, netted, is the upstream: nothing lost, nothing doubled.
-            assert_equal_sets(
-                project,
-                "select order_id, status, amount from (select order_id, status, amount, "
-                "sum(case when _change_type in ('insert', 'update_after') then 1 else -1 end) "
-                "as n from {s}.log group by 1, 2, 3) lateral view explode(sequence(1, n)) c "
-                "as k where n > 0",
-                "select * from {s}.orders",
-            )
-            net = sql(
-                project,
-                "select count(*) from (select order_id, status, amount, sum(case when "
-                "_change_type in ('insert', 'update_after') then 1 else -1 end) as n "
-                "from {s}.log group by 1, 2, 3) where n < 0",
-                "one",
-            )
-            assert net[0] == 0
+            for model in ("by_status", "by_status_full"):
+                assert_equal_sets(project, f"select * from {{s}}.{model}", AGG_REBUILD)
+            for log in ("log", "log_full"):
+                self.check_log(project, log)
         except AssertionError as failure:
             raise AssertionError(f"seed {SEED}, layout {self.layout}, steps {history}") from failure
+
+    def check_log(self, project: Any, log: str) -> None:
+        # The change log, netted, is the upstream: nothing lost, nothing doubled.
+        netted = (
+            "select order_id, status, amount, sum(case when _change_type in ('insert', "
+            f"'update_after') then 1 else -1 end) as n from {{s}}.{log} group by 1, 2, 3"
+        )
+        assert_equal_sets(
+            project,
+            f"select order_id, status, amount from ({netted}) "
+            "lateral view explode(sequence(1, n)) c as k where n > 0",
+            "select * from {s}.orders",
+        )
+        assert sql(project, f"select count(*) from ({netted}) where n < 0", "one")[0] == 0
 
     def test_random_commits(self, project: Any) -> None:
         create_orders(project, self.layout, rows=0)
@@ -162,8 +167,25 @@ class PropertyBase(PackageProject):
             history.append(upstream.step())
             if upstream.rng.random() < 0.3:  # sometimes two commits in one range
                 history.append(upstream.step())
-            run_dbt(["run"])
+            results = run_dbt(["run"])
             self.check(project, history)
+            self.check_choices(results)
+
+    def check_choices(self, results: Any) -> None:
+        """Each model ran the side it was told to; one read served both incremental merges
+        and the incremental log (same upstream, same range)."""
+        response = {r.node.name: r.adapter_response for r in results}
+        for name in ("latest_full", "log_full", "by_status_full"):
+            assert response[name]["cdf_refresh"] == "full", response[name]
+        assert response["latest"]["cdf_refresh"] == "incremental"
+        assert response["latest_auto"]["cdf_refresh"] in ("incremental", "full")
+        assert response["latest_auto"]["cdf_estimate"] is not None
+        readers = [
+            n
+            for n in ("latest", "log")
+            if (response[n]["cdf_estimate"] or {}).get("incremental_files")
+        ]
+        assert sum(not response[n]["cdf_shared_read"] for n in readers) <= 1
 
 
 TestPropertyCopyOnWrite, TestPropertyMergeOnRead, TestPropertyDeletionVectors = per_layout(

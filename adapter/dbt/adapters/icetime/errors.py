@@ -160,6 +160,11 @@ CDF_NOT_CONFIGURED = (
     "incremental_strategy='cdf'; it has materialized={materialized!r}, "
     "incremental_strategy={strategy!r}."
 )
+CDF_READ_PATH_REMOVED = (
+    "Model {model}: config 'cdf_read_path' ({value!r}) was removed: change rows are always read "
+    "from the files each commit touched. To choose between an incremental run and a rebuild, "
+    "set cdf_refresh; accepted: auto, incremental, full."
+)
 CDF_MERGE_NEEDS_KEY = (
     "CDF model {model} needs a unique_key to merge changes by (or cdf_mode: append for a change "
     "log, or cdf_recompute_keys for an aggregating model)."

@@ -24,7 +24,7 @@ from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.icetime import args, embedded, errors, wap
+from dbt.adapters.icetime import args, errors, wap
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.session import CdfSession
@@ -296,9 +296,7 @@ class IcetimeAdapter(SparkAdapter):
 
     def cdf(self) -> CdfSession:
         if self._cdf is None:
-            creds = self._creds()
-            local = (lambda: embedded.spark_session(creds)) if creds.is_embedded else None
-            self._cdf = CdfSession(self.services(), self.pin_session, local)
+            self._cdf = CdfSession(self.services(), self.pin_session)
         return self._cdf
 
     @available
@@ -333,6 +331,16 @@ class IcetimeAdapter(SparkAdapter):
     def icetime_cdf_finish(self, model: Mapping[str, Any], committed: bool) -> str:
         self.cdf().finish(model, committed)
         return ""
+
+    @available
+    def icetime_cdf_response(self, model: Mapping[str, Any], response: Any) -> Any:
+        return self.cdf().response(model, response)
+
+    def cleanup_connections(self) -> None:
+        """The invocation is over: drop what its CDF runs staged, then the connections."""
+        if self._cdf is not None:
+            self._cdf.cleanup()
+        super().cleanup_connections()
 
     # -- clone environments (clones/) ----------------------------------------------------------
 

@@ -32,19 +32,27 @@ CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_SNAPSHOT_ID, COMMIT_TIMESTAMP, CHANGE_ORDI
 UPSERTS = ("insert", "update_after")
 DELETES = ("delete", "update_before")
 
-_ORD = "_icetime_ord"
-_SIGN = "_icetime_sign"
+ORD = "_icetime_ord"
+SIGN = "_icetime_sign"
 _N = "_icetime_n"
 _TYPE = "_icetime_type"
 
 
 @dataclass(frozen=True)
-class CommitReads:
-    """Relations (SQL text) giving the output columns before and after one commit."""
+class Signed:
+    """A relation (SQL text) of signed rows: the output columns, the commit's ordinal (``ORD``)
+    and +1 for a row after the commit, -1 for a row before it (``SIGN``)."""
 
-    commit: Commit
-    before: str | None  # None for an append: nothing was there before
-    after: str
+    sql: str
+    deletes: bool  # whether any row may be signed -1 (False: appends only)
+
+
+def signed_read(columns: Sequence[str], ordinal: int, sign: int, read: str) -> Signed:
+    """Every row of ``read`` as a signed row of commit ``ordinal``."""
+    return Signed(
+        f"select {', '.join(columns)}, {int(ordinal)} as {ORD}, {int(sign)} as {SIGN} from {read}",
+        sign < 0,
+    )
 
 
 def full_sql(
@@ -69,54 +77,49 @@ def empty_sql(columns: Sequence[str], read: str) -> str:
 
 def changes_sql(
     columns: Sequence[str],
-    reads: Sequence[CommitReads],
+    pieces: Sequence[Signed],
+    commits: Sequence[Commit],
     *,
     per_commit: bool,
     keys: Sequence[str] = (),
 ) -> str:
-    """The change rows of ``reads`` (which must not be empty)."""
+    """The change rows of the signed ``pieces`` (not empty) of the range's ``commits``."""
     cols = ", ".join(columns)
-    pieces = []
-    for r in reads:
-        o = r.commit.ordinal
-        if r.before is not None:
-            pieces.append(f"select {cols}, {o} as {_ORD}, -1 as {_SIGN} from {r.before}")
-        pieces.append(f"select {cols}, {o} as {_ORD}, 1 as {_SIGN} from {r.after}")
-    signed = "\n  union all\n  ".join(pieces)
-    if all(r.before is None for r in reads):
+    signed = "\n  union all\n  ".join(p.sql for p in pieces)
+    if not any(p.deletes for p in pieces):
         # Nothing read before any commit (appends): every row is an insert, no aggregation.
-        counted = f"select {cols}, {_ORD}, {_SIGN} as {_N} from (\n  {signed}\n)"
+        counted = f"select {cols}, {ORD}, {SIGN} as {_N} from (\n  {signed}\n)"
     elif per_commit:
         counted = (
-            f"select {cols}, {_ORD}, sum({_SIGN}) as {_N} from (\n  {signed}\n) "
-            f"group by {cols}, {_ORD} having sum({_SIGN}) <> 0"
+            f"select {cols}, {ORD}, sum({SIGN}) as {_N} from (\n  {signed}\n) "
+            f"group by {cols}, {ORD} having sum({SIGN}) <> 0"
         )
     else:
         counted = (
-            f"select {cols}, max({_ORD}) as {_ORD}, sum({_SIGN}) as {_N} from (\n  {signed}\n) "
-            f"group by {cols} having sum({_SIGN}) <> 0"
+            f"select {cols}, max({ORD}) as {ORD}, sum({SIGN}) as {_N} from (\n  {signed}\n) "
+            f"group by {cols} having sum({SIGN}) <> 0"
         )
     rows = (
-        f"select {cols}, {_ORD}, case when {_N} > 0 then 'insert' else 'delete' end as {_TYPE} "
+        f"select {cols}, {ORD}, case when {_N} > 0 then 'insert' else 'delete' end as {_TYPE} "
         f"from ({counted}) lateral view explode(sequence(1, cast(abs({_N}) as int))) "
         f"_icetime_copies as _icetime_copy"
     )
     change_type = _paired_type(keys, per_commit)
-    commits = [r.commit for r in reads]
+    # Indexed by ordinal: every commit of the range, compactions included.
     ids = ", ".join(f"cast({c.snapshot_id} as bigint)" for c in commits)
     stamps = ", ".join(str(c.timestamp_ms) for c in commits)
     return (
         f"select {cols}, {change_type} as {CHANGE_TYPE}, "
-        f"element_at(array({ids}), {_ORD} + 1) as {COMMIT_SNAPSHOT_ID}, "
-        f"timestamp_millis(element_at(array({stamps}), {_ORD} + 1)) as {COMMIT_TIMESTAMP}, "
-        f"{_ORD} as {CHANGE_ORDINAL}\nfrom (\n{rows}\n)"
+        f"element_at(array({ids}), {ORD} + 1) as {COMMIT_SNAPSHOT_ID}, "
+        f"timestamp_millis(element_at(array({stamps}), {ORD} + 1)) as {COMMIT_TIMESTAMP}, "
+        f"{ORD} as {CHANGE_ORDINAL}\nfrom (\n{rows}\n)"
     )
 
 
 def _paired_type(keys: Sequence[str], per_commit: bool) -> str:
     if not keys:
         return _TYPE
-    window = ", ".join(list(keys) + ([_ORD] if per_commit else []))
+    window = ", ".join(list(keys) + ([ORD] if per_commit else []))
 
     def seen(kind: str) -> str:
         return f"max(case when {_TYPE} = '{kind}' then 1 else 0 end) over (partition by {window})"

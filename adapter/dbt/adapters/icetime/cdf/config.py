@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime import args, errors
+from dbt.adapters.icetime.cdf.cost import AUTO, REFRESH_CHOICES
 from dbt.adapters.icetime.cdf.runs import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
 
 CDF_MODES = (MERGE, APPEND_MODE)
-READ_PATHS = ("auto", "changelog", "snapshots")
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class CdfConfig:
     unique_key: tuple[str, ...]
     recompute_keys: tuple[str, ...]
     on_history_gap: str
-    read_path: str
+    refresh: str  # cdf_refresh: auto, incremental or full
 
 
 def cdf_config(model: Mapping[str, Any], caller: str) -> CdfConfig:
@@ -49,10 +49,14 @@ def cdf_config(model: Mapping[str, Any], caller: str) -> CdfConfig:
     gap = config.get("on_history_gap") or GAP_FAIL
     if gap not in GAP_CHOICES:
         raise _bad(node_id, "on_history_gap", gap, ", ".join(GAP_CHOICES))
-    read_path = config.get("cdf_read_path") or "auto"
-    if read_path not in READ_PATHS:
-        raise _bad(node_id, "cdf_read_path", read_path, ", ".join(READ_PATHS))
-    return CdfConfig(mode, unique_key, recompute_keys, gap, read_path)
+    refresh = config.get("cdf_refresh") or AUTO
+    if refresh not in REFRESH_CHOICES:
+        raise _bad(node_id, "cdf_refresh", refresh, ", ".join(REFRESH_CHOICES))
+    if config.get("cdf_read_path") is not None:
+        raise errors.ConfigurationError(
+            errors.CDF_READ_PATH_REMOVED.format(model=node_id, value=config.get("cdf_read_path"))
+        )
+    return CdfConfig(mode, unique_key, recompute_keys, gap, refresh)
 
 
 def _names(value: Any, key: str, node_id: str) -> tuple[str, ...]:

@@ -16,18 +16,27 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import changes_sql, empty_sql, full_sql
+from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, empty_sql, full_sql
+from dbt.adapters.icetime.cdf.cost import FULL, INCREMENTAL, Estimate
+from dbt.adapters.icetime.cdf.feeds import STAGING_DIRECTORY, Feed, Feeds
+from dbt.adapters.icetime.cdf.files import Touched
 from dbt.adapters.icetime.cdf.plan import (
+    COMPACTION,
     ChangeRange,
     HistoryGap,
     Watermark,
     full_range,
     plan_range,
 )
-from dbt.adapters.icetime.cdf.reads import Reads, output_schema, snapshot_read
+from dbt.adapters.icetime.cdf.reads import SnapshotReads, output_schema, snapshot_read, table_bytes
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
 from dbt.adapters.icetime.metadata import TableName
-from dbt.adapters.icetime.metadata.model import TableMetadata
+from dbt.adapters.icetime.metadata.model import (
+    TOTAL_DATA_FILES,
+    TOTAL_DELETE_FILES,
+    Schema,
+    TableMetadata,
+)
 from dbt.adapters.icetime.sql import quote_identifier
 
 logger = AdapterLogger("icetime")
@@ -49,10 +58,17 @@ class Upstream:
     view: str
     keys: Sequence[str] = ()  # columns to project for cdf_recompute_keys
     change_range: ChangeRange | None = None
+    feed: Feed | None = None  # the touched files of an incremental range
+    whole: bool = False  # read as whole snapshots (a change log's full side)
+    view_created: bool = False
 
     @property
     def table_sql(self) -> str:
         return self.table.sql()
+
+    @property
+    def out(self) -> Schema:
+        return output_schema(self.metadata, self.to_snapshot)
 
 
 @dataclass
@@ -61,13 +77,16 @@ class CdfRun:
     target: TableName
     mode: str
     on_history_gap: str
+    refresh: str  # cdf_refresh: auto, incremental or full
     target_metadata: TableMetadata | None
     full_refresh: bool
     execute: Callable[[str], object]
-    make_reads: Callable[[Upstream], Reads]
+    feeds: Feeds
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     full_reason: str | None = None
-    _reads: list[Reads] = field(default_factory=list)
+    estimate: Estimate | None = None
+    files_read: Touched = field(default_factory=Touched)
+    shared: bool = False  # every staged read was another model's
 
     def __post_init__(self) -> None:
         self.state = (
@@ -100,6 +119,7 @@ class CdfRun:
             return quote_identifier(known.view)
         self.upstreams[upstream.name] = upstream
         self._plan(upstream)
+        self._choose(upstream)
         self._render(upstream)
         return quote_identifier(upstream.view)
 
@@ -123,13 +143,56 @@ class CdfRun:
         if self.on_history_gap == GAP_FAIL:
             raise errors.HistoryGapError(message)
         logger.warning(f"{message}\non_history_gap is 'full_refresh': rebuilding {self.target}.")
-        self.full_reason = f"history gap: {gap.reason}"
+        self._rebuild(f"history gap: {gap.reason}")
+
+    def _rebuild(self, reason: str) -> None:
+        """The run becomes a rebuild: every upstream is read whole at its pin."""
+        self.full_reason = reason
         for other in self.upstreams.values():
             if other.change_range is not None and not other.change_range.full:
                 other.change_range = full_range(other.metadata, other.to_snapshot)
-                self._render(other)
+                if other.view_created:
+                    self._render(other)
+
+    def _choose(self, upstream: Upstream) -> None:
+        """Estimate both sides from metadata (adding to the other upstreams'), then choose."""
+        change_range = upstream.change_range
+        assert change_range is not None
+        if self.full or not change_range.has_changes:
+            return
+        assert change_range.to_snapshot is not None
+        feed = self.feeds.plan(upstream.table, change_range, upstream.out)
+        upstream.feed = feed
+        whole = SnapshotReads(upstream.table_sql, upstream.metadata, upstream.out)
+        touched = feed.plan.touched
+        if feed.plan.whole:  # equality deletes: those commits are read whole
+            touched += Touched(0, whole.bytes(feed.plan.whole) or 0)
+        full_files: int | None
+        if self.mode == APPEND_MODE:
+            full_bytes = whole.bytes(change_range.commits)
+            full_files = 2 * len([c for c in change_range.commits if c.kind != COMPACTION])
+        else:
+            full_bytes = table_bytes(upstream.metadata, change_range.to_snapshot)
+            full_files = _file_count(upstream.metadata, change_range.to_snapshot)
+        previous = self.estimate
+        if previous is not None:
+            touched += previous.touched
+            full_bytes = (
+                None
+                if full_bytes is None or previous.full_bytes is None
+                else full_bytes + previous.full_bytes
+            )
+            full_files = (full_files or 0) + (previous.full_files or 0)
+        self.estimate = Estimate(touched, full_bytes, full_files, self.refresh)
+        if self.estimate.choice != FULL:
+            return
+        if self.mode == APPEND_MODE:
+            upstream.whole = True  # the log keeps its history: same change rows, read whole
+        else:
+            self._rebuild(f"cdf_refresh {self.refresh}: {self.estimate.describe()}")
 
     def _render(self, upstream: Upstream) -> None:
+        upstream.view_created = True
         self.execute(
             f"create or replace temporary view {quote_identifier(upstream.view)} as\n"
             f"{self._sql(upstream)}"
@@ -139,7 +202,7 @@ class CdfRun:
         change_range = upstream.change_range
         assert change_range is not None
         meta = upstream.metadata
-        out = output_schema(meta, upstream.to_snapshot)
+        out = upstream.out
         columns = [quote_identifier(f.name) for f in out.fields]
         pairing = [
             quote_identifier(f.name) for i in out.identifier_field_ids if (f := out.field_by_id(i))
@@ -151,15 +214,12 @@ class CdfRun:
         if change_range.full:
             sql = full_sql(columns, at_pin, change_range.to_snapshot, change_range.to_timestamp_ms)
         else:
-            reader = self._reads_for(upstream)
-            reads = reader.commit_reads(change_range)
-            logger.info(
-                f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
-                f"{len(change_range.commits)} commit(s); reading {reader.describe()}"
-            )
-            if reads:
+            pieces = self._pieces(upstream)
+            if pieces:
                 per_commit = self.mode == APPEND_MODE
-                sql = changes_sql(columns, reads, per_commit=per_commit, keys=pairing)
+                sql = changes_sql(
+                    columns, pieces, change_range.commits, per_commit=per_commit, keys=pairing
+                )
             else:
                 sql = empty_sql(columns, at_pin)
         if upstream.keys:
@@ -167,10 +227,36 @@ class CdfRun:
             return f"select distinct {keys} from (\n{sql}\n)"
         return sql
 
-    def _reads_for(self, upstream: Upstream) -> Reads:
-        reads = self.make_reads(upstream)
-        self._reads.append(reads)
-        return reads
+    def _pieces(self, upstream: Upstream) -> list[Signed]:
+        change_range = upstream.change_range
+        assert change_range is not None
+        whole = SnapshotReads(upstream.table_sql, upstream.metadata, upstream.out)
+        feed = upstream.feed
+        if feed is None:  # only compactions: no rows
+            return []
+        if upstream.whole:
+            logger.info(
+                f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
+                f"{len(change_range.commits)} commit(s) read as whole snapshots"
+            )
+            return whole.pieces(change_range.commits)
+        directory = f"{self._target_location()}/{STAGING_DIRECTORY}"
+        pieces = list(self.feeds.pieces(feed, self.node_id, directory))
+        if feed.users[0] == self.node_id:
+            self.files_read += feed.plan.touched
+        else:
+            self.shared = True
+        logger.info(
+            f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
+            f"{len(change_range.commits)} commit(s); reading {feed.plan.touched.files} data files "
+            f"({feed.plan.touched.bytes:,} bytes) touched by them"
+            + (f", {len(feed.plan.whole)} commit(s) as whole snapshots" if feed.plan.whole else "")
+        )
+        return pieces + whole.pieces(feed.plan.whole)
+
+    def _target_location(self) -> str:
+        assert self.target_metadata is not None
+        return self.target_metadata.location.rstrip("/")
 
     def describe(self) -> dict[str, Any]:
         """What the materialization needs to know, as plain values for Jinja."""
@@ -190,6 +276,20 @@ class CdfRun:
             "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
             "message": "; ".join(unchanged),
             "views": [u.view for u in self.upstreams.values()],
+            "response": self.response(),
+        }
+
+    def response(self) -> dict[str, Any]:
+        """What run_results.json reports of the run (the model's adapter_response)."""
+        whole = self.full or any(u.whole for u in self.upstreams.values())
+        refresh = FULL if whole else INCREMENTAL
+        return {
+            "cdf_refresh": refresh,
+            "cdf_reason": self.full_reason,
+            "cdf_estimate": self.estimate.as_dict() if self.estimate is not None else None,
+            "cdf_files_read": self.files_read.files,
+            "cdf_bytes_read": self.files_read.bytes,
+            "cdf_shared_read": self.shared,
         }
 
     def new_state(self, target_snapshot_id: int | None) -> CdfState:
@@ -202,11 +302,16 @@ class CdfRun:
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
     def close(self) -> None:
-        for reads in self._reads:
-            reads.close()
-        self._reads.clear()
         for upstream in self.upstreams.values():
             self.execute(f"drop view if exists {quote_identifier(upstream.view)}")
+
+
+def _file_count(metadata: TableMetadata, snapshot_id: int | None) -> int | None:
+    snapshot = metadata.snapshot(snapshot_id) if snapshot_id is not None else None
+    if snapshot is None:
+        return None
+    counts = [snapshot.summary.get(TOTAL_DATA_FILES), snapshot.summary.get(TOTAL_DELETE_FILES)]
+    return sum(int(c) for c in counts if c is not None and c.isdigit())
 
 
 def view_name(node_id: str, suffix: str) -> str:

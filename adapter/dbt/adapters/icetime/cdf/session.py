@@ -8,24 +8,20 @@ watermarks and dropping the run's views.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
-from dbt.adapters.icetime.cdf.reads import (
-    ChangelogReads,
-    FileReads,
-    Reads,
-    SnapshotReads,
-    output_schema,
-)
+from dbt.adapters.icetime.cdf.feeds import Feeds
+from dbt.adapters.icetime.cdf.reads import output_schema
 from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.state import forget_state, write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -36,20 +32,26 @@ from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 logger = AdapterLogger("icetime")
 
 
+@dataclass
+class CdfResponse(AdapterResponse):
+    """A CDF model's adapter_response: what its run chose, the estimate, and what it read."""
+
+    cdf_refresh: str | None = None  # incremental or full
+    cdf_reason: str | None = None  # why the run was full, if it was
+    cdf_estimate: dict[str, Any] | None = None
+    cdf_files_read: int | None = None  # data files this model's change read opened
+    cdf_bytes_read: int | None = None
+    cdf_shared_read: bool | None = None  # its change rows were read for another model
+
+
 class CdfSession:
-    def __init__(
-        self,
-        services: Services,
-        pins: Callable[[], PinSession],
-        local_spark: Callable[[], Any] | None,
-    ) -> None:
+    def __init__(self, services: Services, pins: Callable[[], PinSession]) -> None:
         self.services = services
         # This invocation's pins: what a recompute model's upstreams are read at.
         self.pins = pins
-        # The Spark session of this process, when dbt runs in it (the embedded default): the
-        # file-level reads plan through Iceberg's Java API there. None on remote methods.
-        self.local_spark = local_spark
+        self.feeds = Feeds(services)
         self._runs: dict[str, CdfRun] = {}
+        self._responses: dict[str, dict[str, Any]] = {}
 
     # -- what the macros call -----------------------------------------------------------------
 
@@ -91,6 +93,8 @@ class CdfSession:
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
             )
         described = run.describe()
+        if run.estimate is not None:
+            logger.info(f"{run.target}: {run.estimate.describe()}")
         if described["recovering"]:
             logger.warning(errors.CDF_RECOVERING.format(target=run.target))
         return described
@@ -117,6 +121,7 @@ class CdfSession:
         run = self._runs.pop(model["unique_id"], None)
         if run is None:
             return
+        self._responses[run.node_id] = run.response()
         try:
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
@@ -125,6 +130,23 @@ class CdfSession:
                 write_state(self.services.execute, run.target, state)
         finally:
             run.close()
+
+    def response(self, model: Mapping[str, Any], response: Any) -> Any:
+        """The model's adapter_response, with what its CDF run chose and read."""
+        described = self._responses.pop(model["unique_id"], None)
+        if described is None:
+            return response
+        return CdfResponse(
+            _message=response._message,
+            code=response.code,
+            rows_affected=response.rows_affected,
+            query_id=response.query_id,
+            **described,
+        )
+
+    def cleanup(self) -> None:
+        """The invocation is over: delete the staged change rows."""
+        self.feeds.cleanup()
 
     # -- a model's run ------------------------------------------------------------------------
 
@@ -142,32 +164,14 @@ class CdfSession:
                 target=target,
                 mode=config.mode,
                 on_history_gap=config.on_history_gap,
+                refresh=config.refresh,
                 target_metadata=existing,
                 full_refresh=full_refresh,
                 execute=self.services.execute,
-                make_reads=lambda upstream: self._reads(upstream, config),
+                feeds=self.feeds,
             )
             self._runs[node_id] = run
         return run
-
-    def _reads(self, upstream: Upstream, config: CdfConfig) -> Reads:
-        out = output_schema(upstream.metadata, upstream.to_snapshot)
-        if config.read_path == "snapshots":
-            return SnapshotReads(upstream.table_sql, upstream.metadata, out)
-        if config.read_path == "changelog" or self.local_spark is None:
-            # Remote methods: the file-level reads below need this process's own JVM.
-            return ChangelogReads(
-                upstream.table, upstream.metadata, out, self.services.execute, upstream.view
-            )
-        spark = self.local_spark()
-        counter = itertools.count()
-
-        def register(frame: Any) -> str:
-            name = f"{upstream.view}__read{next(counter)}"
-            frame.createOrReplaceTempView(name)
-            return name
-
-        return FileReads(spark, upstream.table_sql, upstream.metadata, out, register)
 
     def _upstream_metadata(self, name: TableName, node_id: str) -> TableMetadata:
         try:

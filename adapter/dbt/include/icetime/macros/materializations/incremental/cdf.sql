@@ -23,6 +23,8 @@
     {%- do committed.append(true) -%}
   {%- endif -%}
   {% do adapter.icetime_cdf_finish(model, committed | length > 0) %}
+  {%- set main = load_result('main') -%}
+  {% do store_result('main', response=adapter.icetime_cdf_response(model, main.response), agate_table=main.table) %}
 
   {% do apply_grants(this, config.get('grants'), should_revoke(existing_relation, full_refresh_mode=run.full)) %}
   {% do persist_docs(this, model) %}

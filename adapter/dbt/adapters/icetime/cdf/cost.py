@@ -1,0 +1,91 @@
+"""Incremental or rebuild: a CDF run's choice by cost, estimated from metadata before any read.
+
+The incremental side reads the files the range's commits touched (``cdf/files.py``: their
+sizes come from the manifests) and merges the changed rows; the full side reads the upstream's
+every file at the pinned snapshot (its summary's ``total-files-size``) and writes the target
+anew. Each side is a fixed cost plus a cost per byte read, calibrated by ``bench/cdf.py
+--crossover`` on a 2-core machine (see bench/README.md):
+
+- ``FIXED_INCREMENTAL_S``: staging the change rows, the MERGE, the watermark commit;
+- ``INCREMENTAL_S_PER_MB``: reading a touched file in the client, diffing and merging its rows;
+- ``FIXED_FULL_S``: a CREATE OR REPLACE TABLE AS SELECT and the watermark commit;
+- ``FULL_S_PER_MB``: scanning the upstream and writing the target.
+
+A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
+side computes the same change rows from whole snapshots (twice the table per commit): it is
+chosen only when forced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbt.adapters.icetime.cdf.files import Touched
+
+FIXED_INCREMENTAL_S = 1.2
+INCREMENTAL_S_PER_MB = 0.060
+FIXED_FULL_S = 0.7
+FULL_S_PER_MB = 0.024
+
+AUTO = "auto"
+INCREMENTAL = "incremental"
+FULL = "full"
+REFRESH_CHOICES = (AUTO, INCREMENTAL, FULL)
+
+_MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Both sides of one run, in seconds and bytes, and what was chosen."""
+
+    touched: Touched  # incremental: the files the commits touched
+    full_bytes: int | None  # full: what the rebuild (or whole-snapshot read) reads; None unknown
+    full_files: int | None
+    setting: str  # the model's cdf_refresh
+
+    @property
+    def incremental_s(self) -> float:
+        return FIXED_INCREMENTAL_S + INCREMENTAL_S_PER_MB * self.touched.bytes / _MB
+
+    @property
+    def full_s(self) -> float | None:
+        if self.full_bytes is None:
+            return None
+        return FIXED_FULL_S + FULL_S_PER_MB * self.full_bytes / _MB
+
+    @property
+    def choice(self) -> str:
+        if self.setting != AUTO:
+            return self.setting
+        full = self.full_s
+        return FULL if full is not None and full < self.incremental_s else INCREMENTAL
+
+    def describe(self) -> str:
+        full = self.full_s
+        full_text = (
+            f"full ~{full:.1f}s ({_size(self.full_bytes)} in {self.full_files} files)"
+            if full is not None and self.full_bytes is not None
+            else "full: size unknown (no snapshot summary)"
+        )
+        why = "cheaper" if self.setting == AUTO else f"cdf_refresh: {self.setting}"
+        return (
+            f"incremental ~{self.incremental_s:.1f}s ({_size(self.touched.bytes)} in "
+            f"{self.touched.files} touched files), {full_text}: {self.choice} ({why})"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        """For the model's adapter_response in run_results.json."""
+        full = self.full_s
+        return {
+            "incremental_s": round(self.incremental_s, 3),
+            "incremental_files": self.touched.files,
+            "incremental_bytes": self.touched.bytes,
+            "full_s": round(full, 3) if full is not None else None,
+            "full_files": self.full_files,
+            "full_bytes": self.full_bytes,
+        }
+
+
+def _size(count: int | None) -> str:
+    return "?" if count is None else f"{count / _MB:,.1f} MB"

@@ -1,0 +1,124 @@
+"""Change reads shared by the models of one invocation: one per upstream range.
+
+Models that read the same upstream over the same snapshot range (same table, watermark, pinned
+snapshot and output schema) get the same signed rows. The first one plans the touched files and
+stages their changed rows (``cdf/files.py``); the others reuse the staged file: each model's
+own view over it (the net or per-commit shape, its filters) is only SQL. Staged files are
+deleted when the invocation ends.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.icetime.cdf.changes import Signed
+from dbt.adapters.icetime.cdf.files import FilePlan, SignedFile, UpstreamFiles, write_signed
+from dbt.adapters.icetime.cdf.plan import ChangeRange
+from dbt.adapters.icetime.cdf.reads import staged_read
+from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.metadata.model import Schema
+from dbt.adapters.icetime.services import Services
+
+logger = AdapterLogger("icetime")
+
+STAGING_DIRECTORY = "icetime-changes"
+
+
+@dataclass(frozen=True)
+class FeedKey:
+    table_uuid: str
+    from_snapshot: int
+    to_snapshot: int
+    schema_id: int
+
+
+@dataclass
+class Feed:
+    """One upstream range: its touched files (from metadata) and, once read, its staged rows."""
+
+    key: FeedKey
+    table: TableName
+    files: UpstreamFiles
+    plan: FilePlan
+    out: Schema
+    staged: SignedFile | None = None
+    pieces: list[Signed] | None = None
+    reads: int = 0  # how many times its files were read: 0 or 1
+    users: list[str] = field(default_factory=list)  # the models that used it, in order
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Feeds:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._feeds: dict[FeedKey, Feed] = {}
+        self._lock = threading.Lock()
+
+    def plan(self, table: TableName, change_range: ChangeRange, out: Schema) -> Feed:
+        """The range's touched files, planned once per invocation (manifests only)."""
+        assert change_range.from_snapshot is not None and change_range.to_snapshot is not None
+        key = FeedKey(
+            change_range.table_uuid,
+            change_range.from_snapshot,
+            change_range.to_snapshot,
+            out.schema_id,
+        )
+        with self._lock:
+            feed = self._feeds.get(key)
+            if feed is None:
+                files = UpstreamFiles(self._table(table), out.schema_id)
+                feed = Feed(key, table, files, files.plan(change_range), out)
+                self._feeds[key] = feed
+        return feed
+
+    def pieces(self, feed: Feed, model: str, directory: str) -> list[Signed]:
+        """The feed's staged rows as SQL: read and staged by the first model that asks."""
+        with feed.lock:
+            feed.users.append(model)
+            if feed.pieces is None:
+                rows = feed.files.read(feed.plan)
+                feed.reads += 1
+                if rows is None:
+                    feed.pieces = []
+                else:
+                    import pyarrow.compute as pc
+
+                    deletes = bool(pc.min(rows.column(rows.num_columns - 1)).as_py() < 0)
+                    feed.staged = write_signed(feed.files.io, directory, rows)
+                    feed.pieces = [staged_read(feed.staged, feed.out, deletes)]
+            else:
+                logger.info(
+                    f"changes of {feed.table} {feed.key.from_snapshot}.."
+                    f"{feed.key.to_snapshot}: reusing the rows read for {feed.users[0]}"
+                )
+            return feed.pieces
+
+    def cleanup(self) -> None:
+        """Delete the staged files (the invocation is over)."""
+        with self._lock:
+            for feed in self._feeds.values():
+                if feed.staged is not None:
+                    try:
+                        feed.files.io.delete(feed.staged.path)
+                    except OSError as exc:  # a leftover is harmless: nothing reads it again
+                        logger.debug(f"could not delete {feed.staged.path}: {exc}")
+            self._feeds.clear()
+
+    def _table(self, name: TableName) -> Any:
+        """A pyiceberg Table over the upstream's current metadata document."""
+        from pyiceberg.catalog.noop import NoopCatalog
+        from pyiceberg.table import StaticTable
+        from pyiceberg.table.metadata import TableMetadataUtil
+
+        location, document = self.services.reader.document(name)
+        return StaticTable(
+            identifier=tuple(str(name).split(".")),
+            metadata=TableMetadataUtil.parse_raw(document),
+            metadata_location=location,
+            io=self.services.files.file_io(),
+            catalog=NoopCatalog("icetime"),
+        )

@@ -1,0 +1,50 @@
+"""The choice between an incremental CDF run and a rebuild, from the estimate alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.icetime.cdf import cost
+from dbt.adapters.icetime.cdf.cost import Estimate
+from dbt.adapters.icetime.cdf.files import Touched
+
+MB = 1_000_000
+
+
+def test_auto_rebuilds_a_small_table_and_reads_a_small_change_of_a_big_one() -> None:
+    small = Estimate(Touched(2, 4_000), 40_000, 3, cost.AUTO)
+    assert small.choice == cost.FULL  # the fixed costs decide: a rebuild is one statement
+    big = Estimate(Touched(3, 2 * MB), 580 * MB, 100, cost.AUTO)
+    assert big.choice == cost.INCREMENTAL
+    assert big.incremental_s < big.full_s  # type: ignore[operator]
+
+
+def test_the_crossover_is_where_both_sides_cost_the_same() -> None:
+    full_bytes = 580 * MB
+    full = Estimate(Touched(0, 0), full_bytes, 100, cost.AUTO).full_s
+    assert full is not None
+    crossover = (full - cost.FIXED_INCREMENTAL_S) / cost.INCREMENTAL_S_PER_MB * MB
+    below = Estimate(Touched(10, int(crossover * 0.9)), full_bytes, 100, cost.AUTO)
+    above = Estimate(Touched(10, int(crossover * 1.1)), full_bytes, 100, cost.AUTO)
+    assert (below.choice, above.choice) == (cost.INCREMENTAL, cost.FULL)
+
+
+@pytest.mark.parametrize("forced", [cost.INCREMENTAL, cost.FULL])
+def test_a_forced_side_is_kept_and_said(forced: str) -> None:
+    estimate = Estimate(Touched(1, 10), 10 * MB, 5, forced)
+    assert estimate.choice == forced
+    assert estimate.describe().endswith(f": {forced} (cdf_refresh: {forced})")
+
+
+def test_an_unknown_table_size_never_rebuilds_by_choice() -> None:
+    unknown = Estimate(Touched(1, 10), None, None, cost.AUTO)
+    assert unknown.choice == cost.INCREMENTAL
+    assert "size unknown" in unknown.describe()
+    assert unknown.as_dict()["full_s"] is None
+
+
+def test_the_estimate_reported_in_run_results() -> None:
+    reported = Estimate(Touched(3, 1_700_000), 579 * MB, 100, cost.AUTO).as_dict()
+    assert reported["incremental_files"] == 3 and reported["incremental_bytes"] == 1_700_000
+    assert reported["full_files"] == 100 and reported["full_bytes"] == 579 * MB
+    assert isinstance(reported["incremental_s"], float)

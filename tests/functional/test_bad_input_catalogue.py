@@ -291,16 +291,16 @@ CONFIGS: dict[str, tuple[str, tuple[str, ...]]] = {
         "bad_gap",
         ("config 'on_history_gap' has the value 'skip'", "fail, full_refresh"),
     ),
-    "cdf_read_path": (
-        "bad_read_path",
-        ("config 'cdf_read_path' has the value 'files'", "auto, changelog, snapshots"),
+    "cdf_refresh": (
+        "bad_refresh",
+        ("config 'cdf_refresh' has the value 'sometimes'", "auto, incremental, full"),
     ),
     "file_format": ("bad_format", ("file_format='delta'", "Accepted: 'iceberg'")),
 }
 MODELS = {
     "bad_mode.sql": CDF.format(extra=", cdf_mode='upsert'"),
     "bad_gap.sql": CDF.format(extra=", on_history_gap='skip'"),
-    "bad_read_path.sql": CDF.format(extra=", cdf_read_path='files'"),
+    "bad_refresh.sql": CDF.format(extra=", cdf_refresh='sometimes'"),
     "bad_format.sql": "{{ config(materialized='table', file_format='delta') }}\nselect 1 as id",
 }
 

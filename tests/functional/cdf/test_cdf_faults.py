@@ -1,5 +1,8 @@
 """Exactly-once: a CDF run killed at any point, then re-run, leaves the full rebuild's rows.
 
+Three models: a merge and a change log forced incremental, and a merge left to `cdf_refresh:
+auto`, which on this 30-row upstream chooses a rebuild (the test checks it did).
+
 Each fault run is a separate `dbt` process killed with os._exit (ICETIME_FAULT) before the
 write, while Spark executes it, or after the data commit but before the watermark moves. The
 upstream changes just before (in this test's own session on the same catalog), so every killed
@@ -27,13 +30,19 @@ MODELS = {
     ),
     "latest.sql": (
         "{{ config(materialized='incremental', incremental_strategy='cdf', "
+        "unique_key='order_id', cdf_refresh='incremental') }}\n"
+        "select order_id, status, amount, _change_type "
+        "from {{ icetime.changes(source('raw', 'orders')) }}"
+    ),
+    "latest_auto.sql": (
+        "{{ config(materialized='incremental', incremental_strategy='cdf', "
         "unique_key='order_id') }}\n"
         "select order_id, status, amount, _change_type "
         "from {{ icetime.changes(source('raw', 'orders')) }}"
     ),
     "log.sql": (
         "{{ config(materialized='incremental', incremental_strategy='cdf', "
-        "cdf_mode='append') }}\n"
+        "cdf_mode='append', cdf_refresh='incremental') }}\n"
         "select order_id, status, amount, _change_type, _commit_snapshot_id "
         "from {{ icetime.changes(source('raw', 'orders')) }}"
     ),
@@ -45,6 +54,9 @@ FAULTS = [
     (BEFORE_WRITE, "log"),
     (DURING_WRITE, "log"),
     (AFTER_DATA_COMMIT, "log"),
+    (BEFORE_WRITE, "latest_auto"),
+    (DURING_WRITE, "latest_auto"),
+    (AFTER_DATA_COMMIT, "latest_auto"),
 ]
 
 
@@ -69,7 +81,7 @@ def test_killed_runs_then_rerun_equal_full_rebuild(
     (project / "dbt_packages" / "icetime").symlink_to(ROOT, target_is_directory=True)
 
     spark.sql(f"create namespace if not exists icetime.{SCHEMA}")
-    for table in ("orders", "latest", "log"):
+    for table in ("orders", "latest", "latest_auto", "log"):
         spark.sql(f"drop table if exists icetime.{SCHEMA}.{table} purge")
     spark.sql(
         f"create table icetime.{SCHEMA}.orders (order_id bigint, status string, amount int) "
@@ -92,14 +104,22 @@ def test_killed_runs_then_rerun_equal_full_rebuild(
             env={"ICETIME_FAULT": point, "ICETIME_FAULT_DELAY_MS": "150"},
         )
         assert killed.returncode == 137, f"{point}/{model}: not killed\n{killed.output}"
+        # A rebuild forgets the watermark before it writes; an incremental run never does.
+        state = rows(spark, f"show tblproperties icetime.{SCHEMA}.{model} ('icetime.cdf.state')")
+        forgotten = "does not have property" in str(state)
+        assert forgotten == (model == "latest_auto"), f"{point}/{model}: {state}"
         again = run_dbt_process(project, "run")
         assert again.returncode == 0, again.output
-        if point == AFTER_DATA_COMMIT:
+        if point == AFTER_DATA_COMMIT and model == "latest_auto":
+            # The rebuild forgot the old watermark first: the re-run rebuilds again.
+            assert "latest_auto from scratch (no watermark is recorded" in again.output
+        elif point == AFTER_DATA_COMMIT:
             assert "re-applying the changes since that watermark" in again.output
         where = f"after a kill {point} in {model}"
-        assert rows(spark, "select order_id, status, amount from {s}.latest") == rows(
-            spark, "select * from {s}.orders"
-        ), where
+        for merged in ("latest", "latest_auto"):
+            assert rows(spark, f"select order_id, status, amount from {{s}}.{merged}") == rows(
+                spark, "select * from {s}.orders"
+            ), where
         net = (
             "select order_id, status, amount, sum(case when _change_type in "
             "('insert', 'update_after') then 1 else -1 end) as n from {s}.log group by 1, 2, 3"

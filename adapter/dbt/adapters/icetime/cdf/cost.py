@@ -43,6 +43,8 @@ class Estimate:
     full_bytes: int | None  # full: what the rebuild (or whole-snapshot read) reads; None unknown
     full_files: int | None
     setting: str  # the model's cdf_refresh
+    # A rebuild's fixed cost; a change log's full side writes like its incremental side.
+    full_fixed_s: float = FIXED_FULL_S
 
     @property
     def incremental_s(self) -> float:
@@ -52,7 +54,7 @@ class Estimate:
     def full_s(self) -> float | None:
         if self.full_bytes is None:
             return None
-        return FIXED_FULL_S + FULL_S_PER_MB * self.full_bytes / _MB
+        return self.full_fixed_s + FULL_S_PER_MB * self.full_bytes / _MB
 
     @property
     def choice(self) -> str:

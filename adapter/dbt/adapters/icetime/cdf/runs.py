@@ -17,7 +17,13 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, empty_sql, full_sql
-from dbt.adapters.icetime.cdf.cost import FULL, INCREMENTAL, Estimate
+from dbt.adapters.icetime.cdf.cost import (
+    FIXED_FULL_S,
+    FIXED_INCREMENTAL_S,
+    FULL,
+    INCREMENTAL,
+    Estimate,
+)
 from dbt.adapters.icetime.cdf.feeds import STAGING_DIRECTORY, Feed, Feeds
 from dbt.adapters.icetime.cdf.files import Touched
 from dbt.adapters.icetime.cdf.plan import (
@@ -183,7 +189,8 @@ class CdfRun:
                 else full_bytes + previous.full_bytes
             )
             full_files = (full_files or 0) + (previous.full_files or 0)
-        self.estimate = Estimate(touched, full_bytes, full_files, self.refresh)
+        fixed = FIXED_INCREMENTAL_S if self.mode == APPEND_MODE else FIXED_FULL_S
+        self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed)
         if self.estimate.choice != FULL:
             return
         if self.mode == APPEND_MODE:

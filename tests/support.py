@@ -47,7 +47,15 @@ def write_project(root: Path, profile: dict[str, Any], models: dict[str, str]) -
     """A minimal dbt project with its own profiles.yml, as `dbt init` would leave it."""
     (root / "models").mkdir(parents=True, exist_ok=True)
     (root / "dbt_project.yml").write_text(
-        yaml.safe_dump({"name": "probe", "version": "1.0", "profile": "probe"})
+        yaml.safe_dump(
+            {
+                "name": "probe",
+                "version": "1.0",
+                "profile": "probe",
+                # As in tests/conftest.py: CDF models run incrementally unless they say.
+                "models": {"+cdf_refresh": "incremental"},
+            }
+        )
     )
     target = {"type": "icetime", "method": "session", "schema": "probe", **profile}
     (root / "profiles.yml").write_text(

@@ -36,7 +36,7 @@ MODELS = {
     ),
     "latest_auto.sql": (
         "{{ config(materialized='incremental', incremental_strategy='cdf', "
-        "unique_key='order_id') }}\n"
+        "unique_key='order_id', cdf_refresh='auto') }}\n"
         "select order_id, status, amount, _change_type "
         "from {{ icetime.changes(source('raw', 'orders')) }}"
     ),

@@ -351,6 +351,22 @@ class TestProtectedTarget(PinProject):
     def dbt_profile_target(self, icetime_home: Path) -> dict[str, Any]:
         return profile_target(icetime_home, protected=True)
 
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        live = "{{ config(materialized='view') }}\nselect * from {{ source('raw', 'events') }}"
+        return {**MODELS, "live_events.sql": live}
+
+    def test_pinned_run_may_not_freeze_a_live_view(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        run_dbt(["run", "--select", "live_events"])
+        output = run_pinned(commits[0][0], "live_events", expect_pass=False)
+        assert "in protected target 'default'" in output and "it is a view" in output
+        # The view still reads the table as it is now (ids 2 and 3, after the delete).
+        assert sql(project, "select count(*) from {s}.live_events", "one")[0] == 2
+        definition = sql(project, "show create table {s}.live_events", "one")[0]
+        assert "VERSION AS OF" not in definition
+
     def test_pinned_run_may_not_replace_newer_tables(
         self, project: Any, commits: list[tuple[int, int]]
     ) -> None:

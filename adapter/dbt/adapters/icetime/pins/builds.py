@@ -44,12 +44,13 @@ class Builds:
     _before: dict[str, tuple[str | None, dict[str, int]]] = field(default_factory=dict)
 
     def before(self, node: Any) -> None:
-        """Guard the model's target, and take the snapshots its build reads."""
-        if getattr(node.config, "materialized", None) not in MATERIALIZED_TABLES:
-            return  # views, ephemeral models, seeds: nothing read to record
+        """Guard the model's target (a table or a view), and take the snapshots a table-like
+        build reads."""
         existing = self._table_of(node)
         if self.session.recorded(node.unique_id):
             self._guard(node, existing)
+        if getattr(node.config, "materialized", None) not in MATERIALIZED_TABLES:
+            return  # views, ephemeral models, seeds: nothing read to record
         reads = self.session.snapshots_read_by(node.unique_id)
         where = existing.metadata_location if existing else None
         self._before[node.unique_id] = (where, reads)

@@ -110,8 +110,15 @@ class PinSession:
 
     # -- the run's plan ---------------------------------------------------------------------
 
-    def prepare(self, raw_request: Any, graph: Mapping[str, Any], selected: list[str]) -> None:
-        """Resolve every input of the selected nodes, once per invocation."""
+    def prepare(
+        self,
+        raw_request: Any,
+        graph: Mapping[str, Any],
+        selected: list[str],
+        inputs: dict[str, Input] | None = None,
+    ) -> None:
+        """Resolve every input of the selected nodes (``inputs``, when already collected),
+        once per invocation."""
         with self._lock:
             if self._failure is not None:
                 raise self._failure
@@ -121,7 +128,8 @@ class PinSession:
             try:
                 self._requested = raw_request
                 self._request = self._parse_request(raw_request)
-                inputs = self.inputs_of(graph, selected)
+                if inputs is None:
+                    inputs = self.inputs_of(graph, selected)
                 self._resolve_all(inputs, all_names(graph, self.catalog))
             except PinError as exc:
                 self._failure = exc
@@ -134,8 +142,9 @@ class PinSession:
         that reads none, such as `dbt seed`, leaves the last run's pins file alone)."""
         with self._lock:
             self._graph, self._selected = graph, set(selected)
-        if self.inputs_of(graph, selected):
-            self.prepare(requested, graph, selected)
+        inputs = self.inputs_of(graph, selected)
+        if inputs:
+            self.prepare(requested, graph, selected, inputs)
 
     def inputs_of(self, graph: Mapping[str, Any], selected: list[str]) -> dict[str, Input]:
         """The Iceberg inputs of the selected nodes, as this run reads them (deferred or not)."""

@@ -18,13 +18,13 @@
 
   {%- if old_relation is none -%}
     {%- set sql = icetime_seed_create(this, columns, replace=false) -%}
-    {%- do icetime_seed_insert(this, model, agate_table) -%}
+    {%- do icetime_seed_insert(this, columns, agate_table) -%}
   {%- elif full_refresh_mode or not icetime_seed_evolve(old_relation, columns) -%}
     {{ log("icetime: " ~ this ~ ": replacing the table (--full-refresh, or a column type Iceberg cannot change in place); its history and tags are kept, and change feeds reading it see a history gap", info=true) }}
     {%- set sql = icetime_seed_create(this, columns, replace=true) -%}
-    {%- do icetime_seed_insert(this, model, agate_table) -%}
+    {%- do icetime_seed_insert(this, columns, agate_table) -%}
   {%- else -%}
-    {%- set sql = icetime_seed_overwrite(columns, model, agate_table) -%}
+    {%- set sql = icetime_seed_overwrite(columns, agate_table) -%}
   {%- endif -%}
   {%- set rows = agate_table.rows | length -%}
   {%- set code = 'CREATE' if old_relation is none or full_refresh_mode else 'INSERT' -%}
@@ -86,12 +86,12 @@
 {% endmacro %}
 
 
-{% macro icetime_seed_overwrite(columns, model, agate_table) %}
+{% macro icetime_seed_overwrite(columns, agate_table) %}
   {#- The new rows go to a staging table first (in batches), then replace every row of the
       seed in one `insert overwrite` commit; the staging table is dropped. -#}
   {%- set staging = this.incorporate(path={"identifier": this.identifier ~ "__icetime_seed"}) -%}
   {%- do icetime_seed_create(staging, columns, replace=true) -%}
-  {%- do icetime_seed_insert(staging, model, agate_table) -%}
+  {%- do icetime_seed_insert(staging, columns, agate_table) -%}
   {%- set sql -%}
     insert overwrite {{ this }} by name select * from {{ staging }}
   {%- endset -%}
@@ -101,17 +101,17 @@
 {% endmacro %}
 
 
-{% macro icetime_seed_insert(relation, model, agate_table) %}
-  {#- The seed's rows into `relation`, in batches of literals (bound values, never pasted). -#}
-  {%- set column_override = model['config'].get('column_types', {}) -%}
+{% macro icetime_seed_insert(relation, columns, agate_table) %}
+  {#- The seed's rows into `relation`, in batches of literals (bound values, never pasted),
+      each cast to its column's type (icetime_seed_columns). -#}
   {%- for chunk in agate_table.rows | batch(get_batch_size()) -%}
     {%- set bindings = [] -%}
     {%- for row in chunk %}{% do bindings.extend(row) %}{% endfor -%}
     {%- set sql -%}
       insert into {{ relation }} values
       {% for row in chunk -%}
-        ({%- for name in agate_table.column_names -%}
-          cast({{ get_binding_char() }} as {{ column_override.get(name, adapter.convert_type(agate_table, loop.index0)) }}){{ ', ' if not loop.last }}
+        ({%- for column in columns -%}
+          cast({{ get_binding_char() }} as {{ column.type }}){{ ', ' if not loop.last }}
         {%- endfor -%}){{ ',' if not loop.last }}
       {% endfor -%}
     {%- endset -%}

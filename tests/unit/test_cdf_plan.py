@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import changes_sql, full_sql, signed_read
+from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, full_sql, signed_read
 from dbt.adapters.icetime.cdf.plan import (
     APPEND,
     COMPACTION,
@@ -131,3 +131,21 @@ def test_change_sql_maps_ordinals_past_compactions() -> None:
 def test_full_sql_tags_every_row_as_insert() -> None:
     sql = full_sql(["`id`"], "t VERSION AS OF 6", 6, 6000)
     assert "'insert' as _change_type" in sql and "timestamp_millis(6000)" in sql
+
+
+def test_rows_the_client_netted_are_not_aggregated_again() -> None:
+    """Staged rows that are each commit's net change skip the server's sign aggregation when
+    the shape asked for needs no netting across commits."""
+    metadata = table(snap(1, None, "append"), snap(2, 1, "overwrite"), snap(3, 2, "overwrite"))
+    planned = plan_range(metadata, Watermark(UUID, 1), 3)
+    assert isinstance(planned, ChangeRange)
+    staged = "select `id`, _icetime_ord, _icetime_sign from staged"
+
+    def sql(net_commits: int | None, per_commit: bool) -> str:
+        piece = Signed(staged, deletes=True, net_commits=net_commits)
+        return changes_sql(["`id`"], [piece], planned.commits, per_commit=per_commit)
+
+    assert "sum(" not in sql(1, per_commit=False)  # one commit: its net change is the range's
+    assert "sum(" in sql(2, per_commit=False)  # two commits: a row may change in both
+    assert "sum(" not in sql(2, per_commit=True)  # per commit: each is already net
+    assert "sum(" in sql(None, per_commit=True)  # not netted: the server nets

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,3 +180,45 @@ class TestTwoUpstreams(PackageProject):
         for table in ("orders", "customers"):
             name = f"icetime.{project.test_schema}.{table}"
             assert state["upstreams"][name]["snapshot_id"] == snapshots(project, table)[-1]
+
+
+PAID = """
+{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='order_id') }}
+select order_id, amount, _change_type from {{ icetime.changes(source('raw', 'orders')) }}
+where status = 'paid'
+"""
+
+
+class TestSharedRead(PackageProject):
+    """Two models over one upstream range in one invocation: the touched files are read once."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES, "latest.sql": LATEST, "paid.sql": PAID}
+
+    def test_two_models_read_the_upstream_once(self, project: Any) -> None:
+        create_orders(project, COW, rows=50)
+        run_dbt(["run"])
+        sql(project, "update {s}.orders set status = 'paid' where order_id % 5 = 0")
+        results, output = run_dbt_and_capture(["run"])
+        response = {r.node.name: r.adapter_response for r in results}
+        readers = [n for n in response if not response[n]["cdf_shared_read"]]
+        assert len(readers) == 1, response
+        first, second = readers[0], next(n for n in response if n != readers[0])
+        assert response[first]["cdf_files_read"] > 0
+        assert response[first]["cdf_bytes_read"] > 0
+        assert response[second]["cdf_files_read"] == 0
+        assert response[second]["cdf_refresh"] == "incremental"
+        assert output.count("touched by them") == 1  # one read of the touched files
+        assert f"reusing the rows read for model.test.{first}" in output
+        assert_equal_sets(project, "select * from {s}.latest", REBUILD)
+        assert_equal_sets(
+            project,
+            "select * from {s}.paid",
+            "select order_id, amount from {s}.orders where status = 'paid'",
+        )
+        # The staged change file is gone when the invocation ends.
+        location = sql(project, "describe table extended {s}.latest", "all")
+        root = next(str(r[1]) for r in location if r[0] == "Location")
+        staged = Path(root.removeprefix("file:")) / "icetime-changes"
+        assert not staged.exists() or not list(staged.iterdir())

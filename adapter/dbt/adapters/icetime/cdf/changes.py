@@ -45,6 +45,9 @@ class Signed:
 
     sql: str
     deletes: bool  # whether any row may be signed -1 (False: appends only)
+    # Set when the rows are already each commit's net change (no two rows of one commit
+    # cancel or combine): how many commits they hold. None: not netted.
+    net_commits: int | None = None
 
 
 def signed_read(columns: Sequence[str], ordinal: int, sign: int, read: str) -> Signed:
@@ -86,8 +89,14 @@ def changes_sql(
     """The change rows of the signed ``pieces`` (not empty) of the range's ``commits``."""
     cols = ", ".join(columns)
     signed = "\n  union all\n  ".join(p.sql for p in pieces)
-    if not any(p.deletes for p in pieces):
-        # Nothing read before any commit (appends): every row is an insert, no aggregation.
+    netted = (
+        len(pieces) == 1
+        and pieces[0].net_commits is not None
+        and (per_commit or pieces[0].net_commits <= 1)
+    )
+    if netted or not any(p.deletes for p in pieces):
+        # Already netted by the client, or nothing read before any commit (appends): every
+        # row is one copy of one change, no aggregation.
         counted = f"select {cols}, {ORD}, {SIGN} as {_N} from (\n  {signed}\n)"
     elif per_commit:
         counted = (

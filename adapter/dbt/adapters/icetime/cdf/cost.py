@@ -3,17 +3,20 @@
 The incremental side reads the files the range's commits touched (``cdf/files.py``: their
 sizes come from the manifests) and merges the changed rows; the full side reads the upstream's
 every file at the pinned snapshot (its summary's ``total-files-size``) and writes the target
-anew. Each side is a fixed cost plus a cost per byte read, calibrated by ``bench/cdf.py
---crossover`` on a 2-core machine (see bench/README.md):
+anew. Each side is a fixed cost plus a cost per megabyte read, calibrated on a 2-core machine by
+``bench/cdf.py`` (the crossover curve, 10 M rows, 0.01-30 % changed; bench/README.md):
 
-- ``FIXED_INCREMENTAL_S``: staging the change rows, the MERGE, the watermark commit;
-- ``INCREMENTAL_S_PER_MB``: reading a touched file in the client, diffing and merging its rows;
-- ``FIXED_FULL_S``: a CREATE OR REPLACE TABLE AS SELECT and the watermark commit;
-- ``FULL_S_PER_MB``: scanning the upstream and writing the target.
+- ``FIXED_INCREMENTAL_S``: planning and staging the change rows, the key bounds, the MERGE and
+  the watermark commit, with next to nothing changed;
+- ``INCREMENTAL_S_PER_MB``: reading a touched file in the client, netting, staging and merging
+  its changed rows (per MB of touched files);
+- ``FIXED_FULL_S``: a CREATE OR REPLACE TABLE AS SELECT and the watermark commits;
+- ``FULL_S_PER_MB``: scanning the upstream and writing the target (per MB of the upstream).
 
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
-side computes the same change rows from whole snapshots (twice the table per commit): it is
-chosen only when forced.
+side computes the same change rows from whole snapshots read by the server (both sides of
+every commit) and appends them like the incremental side: ``auto`` picks it when that reads
+little more than the touched files would, as on a small table.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from dataclasses import dataclass
 
 from dbt.adapters.icetime.cdf.files import Touched
 
-FIXED_INCREMENTAL_S = 1.2
-INCREMENTAL_S_PER_MB = 0.060
-FIXED_FULL_S = 0.7
-FULL_S_PER_MB = 0.024
+FIXED_INCREMENTAL_S = 2.0
+INCREMENTAL_S_PER_MB = 0.17
+FIXED_FULL_S = 0.6
+FULL_S_PER_MB = 0.020
 
 AUTO = "auto"
 INCREMENTAL = "incremental"

@@ -85,11 +85,10 @@ class Feeds:
                 if rows is None:
                     feed.pieces = []
                 else:
-                    import pyarrow.compute as pc
-
-                    deletes = bool(pc.min(rows.column(rows.num_columns - 1)).as_py() < 0)
-                    feed.staged = write_signed(feed.files.io, directory, rows)
-                    feed.pieces = [staged_read(feed.staged, feed.out, deletes)]
+                    feed.staged = write_signed(feed.files.io, directory, rows.table)
+                    feed.pieces = [
+                        staged_read(feed.staged, feed.out, rows.deletes, rows.net_commits)
+                    ]
             else:
                 logger.info(
                     f"changes of {feed.table} {feed.key.from_snapshot}.."

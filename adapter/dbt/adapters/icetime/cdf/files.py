@@ -8,8 +8,11 @@ table at the commit's parent and at the commit from the manifests alone, reads o
 - of a file on both sides, the rows live on one side only, found by position from the two
   sides' delete positions: the rows a merge-on-read commit deleted (or a rewrite of its deletes
   brought back), nothing else of the file;
-- of a file on one side only, its live rows: a copy-on-write rewrite's carried-over rows come
-  out on both sides and cancel in the change SQL.
+- of a file on one side only, its live rows.
+
+A commit's rows on both sides (a copy-on-write rewrite's carried-over rows, a merge-on-read
+update that changed nothing) are cancelled here (``_net``), so only changed rows are staged,
+and the server skips its aggregation when the range is one commit (``ChangeRows.net_commits``).
 
 The rows are written once per upstream range as one Parquet file (``SignedFile``) beside the
 model's target, which the server reads and merges: the client needs no JVM, so this is the same
@@ -127,17 +130,22 @@ class UpstreamFiles:
             return {single}
         return set(self._positions(data_or_delete))  # read it: DVs, partition-wide deletes
 
-    def read(self, plan: FilePlan) -> Any:
+    def read(self, plan: FilePlan) -> ChangeRows | None:
         """The signed rows of the plan as one Arrow table (the output columns, ord, sign)."""
         import pyarrow as pa
 
         pieces: list[Any] = []
+        netted = True
         for ordinal, touched in plan.per_commit.items():
-            for path, old, new in touched:
-                pieces.extend(self._file_changes(ordinal, path, old, new))
+            commit = [p for t in touched for p in self._file_changes(ordinal, *t)]
+            if len({_sign(p) for p in commit}) > 1:  # rows on both sides may cancel
+                rows, net = _net(pa.concat_tables(commit))
+                commit, netted = [rows], netted and net
+            pieces.extend(p for p in commit if p.num_rows)
         if not pieces:
             return None
-        return pa.concat_tables(pieces)
+        commits = len({int(p.column(ORD)[0].as_py()) for p in pieces})
+        return ChangeRows(pa.concat_tables(pieces), commits if netted else None)
 
     def _file_changes(self, ordinal: int, path: str, old: Any, new: Any) -> Iterable[Any]:
         """The rows of one file live on one side only, signed -1 (before) or +1 (after)."""
@@ -208,6 +216,22 @@ class UpstreamFiles:
 
 
 @dataclass(frozen=True)
+class ChangeRows:
+    """The signed rows read from the touched files (the output columns, ord, sign)."""
+
+    table: Any  # a pyarrow Table
+    # How many commits the rows hold when each commit's rows are its net change (every row
+    # read on both sides of a commit cancelled); None when some could not be netted.
+    net_commits: int | None
+
+    @property
+    def deletes(self) -> bool:
+        import pyarrow.compute as pc
+
+        return bool(pc.min(self.table.column(SIGN)).as_py() < 0)
+
+
+@dataclass(frozen=True)
 class SignedFile:
     """Staged change rows: a Parquet file the server reads, with its columns by position."""
 
@@ -229,6 +253,39 @@ def write_signed(io: Any, directory: str, rows: Any) -> SignedFile:
         pq.write_table(renamed, stream, compression="zstd")
     size = int(io.new_input(path).__len__())
     return SignedFile(path, tuple(names), renamed.num_rows, size)
+
+
+def _sign(piece: Any) -> int:
+    """The sign of a piece of ``_file_changes`` (each piece has one)."""
+    return int(piece.column(SIGN)[0].as_py())
+
+
+def _net(rows: Any) -> tuple[Any, bool]:
+    """One commit's signed rows with the rows on both sides cancelled, and whether they were.
+
+    A copy-on-write commit removes a file and adds its rewrite: every row it did not change is
+    read on both sides. Summing signs per distinct row here (what the change SQL does on the
+    server) shrinks what is staged and aggregated to the changed rows. Rows Arrow cannot group
+    (nested columns) are left to the server, which cancels them the same way.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = [name for name in rows.column_names if name != SIGN]
+    try:
+        counted = rows.group_by(keys, use_threads=True).aggregate([(SIGN, "sum")])
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return rows, False
+    total = counted.column(f"{SIGN}_sum")
+    counted = counted.filter(pc.not_equal(total, 0))
+    total = counted.column(f"{SIGN}_sum")
+    copies = pc.abs(total)
+    if len(copies) and pc.max(copies).as_py() > 1:  # identical rows: one per copy
+        indices = [i for i, n in enumerate(copies.to_pylist()) for _ in range(n)]
+        counted = counted.take(pa.array(indices, pa.int64()))
+        total = counted.column(f"{SIGN}_sum")
+    signs = pc.sign(total).cast(pa.int8())
+    return counted.drop_columns([f"{SIGN}_sum"]).select(keys).append_column(SIGN, signs), True
 
 
 def _minus(positions: Any, other: Any) -> Any:

@@ -69,7 +69,9 @@ class SnapshotReads:
         return total
 
 
-def staged_read(staged: SignedFile, out: Schema, deletes: bool) -> Signed:
+def staged_read(
+    staged: SignedFile, out: Schema, deletes: bool, net_commits: int | None = None
+) -> Signed:
     """The signed rows of a staged file, with the output columns' names and Spark types."""
     columns = []
     for column, field in zip(staged.columns, out.fields, strict=False):
@@ -79,7 +81,9 @@ def staged_read(staged: SignedFile, out: Schema, deletes: bool) -> Signed:
             value = f"cast({value} as {target})"
         columns.append(f"{value} as {quote_identifier(field.name)}")
     location = quote_identifier(staged.path)
-    return Signed(f"select {', '.join(columns)}, {ORD}, {SIGN} from parquet.{location}", deletes)
+    return Signed(
+        f"select {', '.join(columns)}, {ORD}, {SIGN} from parquet.{location}", deletes, net_commits
+    )
 
 
 def table_bytes(metadata: TableMetadata, snapshot_id: int | None) -> int | None:

@@ -9,6 +9,7 @@ session never share one.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +94,10 @@ class CdfRun:
     estimate: Estimate | None = None
     files_read: Touched = field(default_factory=Touched)
     shared: bool = False  # every staged read was another model's
+    # Seconds this model spent planning touched files (manifests) and reading them (or waiting
+    # for another model's read of the same range).
+    plan_s: float = 0.0
+    read_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.state = (
@@ -167,7 +172,9 @@ class CdfRun:
         if self.full or not change_range.has_changes:
             return
         assert change_range.to_snapshot is not None
+        started = time.perf_counter()
         feed = self.feeds.plan(upstream.table, change_range, upstream.out)
+        self.plan_s += time.perf_counter() - started
         upstream.feed = feed
         whole = SnapshotReads(upstream.table_sql, upstream.metadata, upstream.out)
         touched = feed.plan.touched
@@ -248,7 +255,9 @@ class CdfRun:
             )
             return whole.pieces(change_range.commits)
         directory = f"{self._target_location()}/{STAGING_DIRECTORY}"
+        started = time.perf_counter()
         pieces = list(self.feeds.pieces(feed, self.node_id, directory))
+        self.read_s += time.perf_counter() - started
         if feed.users[0] == self.node_id:
             self.files_read += feed.plan.touched
         else:
@@ -297,6 +306,8 @@ class CdfRun:
             "cdf_files_read": self.files_read.files,
             "cdf_bytes_read": self.files_read.bytes,
             "cdf_shared_read": self.shared,
+            "cdf_plan_s": round(self.plan_s, 3),
+            "cdf_read_s": round(self.read_s, 3),
         }
 
     def new_state(self, target_snapshot_id: int | None) -> CdfState:

@@ -658,7 +658,12 @@ def main() -> None:
         "in a `dbt run` of its own after two warm-up models (see bench/cdf.py); times are "
         "dbt's per-model execution times, one run per point, on the embedded session "
         f"(2 cores, 8 GB driver). Total benchmark time {time.monotonic() - started:.0f} s. "
-        "Plot: cdf-crossover.png.",
+        "Plot: cdf-crossover.png."
+        + (
+            " Points at shares this run did not measure are the saved curve's (--merge)."
+            if args.merge
+            else ""
+        ),
         curve_rows(curve) + curve.extra + curve.split + calibrate([curve]) + small + doubling,
     )
 

@@ -44,7 +44,7 @@ deps_hash=$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)
 if [ ! -f "$deps_stamp" ] || [ "$(cat "$deps_stamp")" != "$deps_hash" ]; then
   say "installing Python packages (dbt-core 1.11, dbt-spark 1.11, PySpark 3.5, Iceberg 1.10, pyiceberg 0.12)"
   quietly "$venv/bin/python" -m pip install --upgrade pip
-  quietly "$venv/bin/python" -m pip install "$root[dev,thrift]"
+  quietly "$venv/bin/python" -m pip install "$root[dev,thrift,bench]"
   echo "$deps_hash" > "$deps_stamp"
 fi
 src_stamp="$venv/.icetime-src"

@@ -144,6 +144,9 @@ def test_cdf_models_apply_only_the_changes_and_equal_a_rebuild(deployment: Deplo
     # Incremental, from the watermark the first build left: not rebuilt from scratch.
     assert f"changes of icetime.raw.objects since snapshot {watermark}" in second
     assert "from scratch" not in second
+    # The three CDF models share one read of the touched files (the first reads, two reuse).
+    assert second.count("touched by them") == 1
+    assert second.count("reusing the rows read for") == 2
     # The project's singular test compares every CDF model with the same SQL built from scratch.
     assert "PASS=1 " in deployment.dbt("test", "--select", "cdf_models_match_rebuild")
 

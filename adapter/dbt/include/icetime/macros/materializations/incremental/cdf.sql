@@ -74,11 +74,14 @@
 
 
 {% macro icetime_cdf_apply_changes(run, existing_relation, on_schema_change) %}
-  {#- The change rows are read once, by the first statement that needs them (the key bounds,
-      or the write): the write reuses them. -#}
+  {#- In merge mode two statements read the change rows (the key bounds, then the write): they
+      are cached lazily, so the first computes them and the write reuses them. Append and
+      recompute read them once, in the write: no cache. -#}
   {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
   {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
-  {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
+  {%- if run.mode == 'merge' -%}
+    {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
+  {%- endif -%}
   {%- set model_columns = adapter.get_columns_in_relation(changes) -%}
   {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
   {%- set payload = icetime_cdf_payload(run, changes, columns, existing_relation, on_schema_change) -%}
@@ -99,7 +102,9 @@
       {{ icetime_cdf_recompute_sql(this, payload, run.views, config.get('cdf_recompute_keys')) }}
     {%- endif -%}
   {%- endcall -%}
-  {% call statement('icetime_cdf_uncache') %}uncache table if exists {{ changes }}{% endcall %}
+  {%- if run.mode == 'merge' -%}
+    {% call statement('icetime_cdf_uncache') %}uncache table if exists {{ changes }}{% endcall %}
+  {%- endif -%}
 {% endmacro %}
 
 

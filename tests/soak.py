@@ -213,7 +213,15 @@ def run_soak(base: Path, seconds: float, interval: float = 1.0) -> SoakReport:
         (project / "models").mkdir(parents=True)
         target = profile(server, home)
         (project / "dbt_project.yml").write_text(
-            yaml.safe_dump({"name": "soak", "version": "1.0", "profile": "soak"})
+            yaml.safe_dump(
+                {
+                    "name": "soak",
+                    "version": "1.0",
+                    "profile": "soak",
+                    # CDF runs apply changes (on these small tables `auto` would rebuild).
+                    "models": {"+cdf_refresh": "incremental"},
+                }
+            )
         )
         (project / "profiles.yml").write_text(
             yaml.safe_dump({"soak": {"target": "dev", "outputs": {"dev": target}}})

@@ -23,8 +23,11 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SCHEMA = "reliability"
 ROWS = 600_000
+# Forced incremental: the runs change a fifth of the rows, where `auto` would rebuild, and the
+# failures here are injected into the incremental path (its change feed and MERGE).
 MODEL = """
-{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='order_id') }}
+{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='order_id',
+          cdf_refresh='incremental') }}
 select order_id, status, amount, note, _change_type
 from {{ icetime.changes(source('raw', 'orders')) }}
 """

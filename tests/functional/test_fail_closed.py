@@ -187,7 +187,15 @@ def _postgres_project(root: Path, server: PostgresServer) -> Path:
         "icetime_dir": str(root / ".icetime"),
     }
     (root / "dbt_project.yml").write_text(
-        yaml.safe_dump({"name": "fail_closed", "version": "1.0", "profile": "fc"})
+        yaml.safe_dump(
+            {
+                "name": "fail_closed",
+                "version": "1.0",
+                "profile": "fc",
+                # The incremental path, as in the other scopes (tests/conftest.py).
+                "models": {"+cdf_refresh": "incremental"},
+            }
+        )
     )
     (root / "profiles.yml").write_text(
         yaml.safe_dump({"fc": {"target": "dev", "outputs": {"dev": target}}})

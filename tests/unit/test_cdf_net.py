@@ -52,3 +52,8 @@ def test_rows_arrow_cannot_group_are_left_for_the_server() -> None:
     rows = signed({"tags": pa.array([["x"], ["x"]])}, [1, -1])
     kept, netted = _net(rows)
     assert kept.num_rows == 2 and not netted  # the change SQL cancels them
+
+
+def test_zeros_of_both_signs_are_one_value() -> None:
+    rows = signed({"x": pa.array([-0.0, 0.0, float("nan"), float("nan")])}, [-1, 1, -1, 1])
+    assert _net(rows)[0].num_rows == 0  # as Spark groups them

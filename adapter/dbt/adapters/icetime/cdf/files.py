@@ -132,20 +132,19 @@ class UpstreamFiles:
 
     def read(self, plan: FilePlan) -> ChangeRows | None:
         """The signed rows of the plan as one Arrow table (the output columns, ord, sign)."""
-        import pyarrow as pa
 
         pieces: list[Any] = []
         netted = True
         for ordinal, touched in plan.per_commit.items():
             commit = [p for t in touched for p in self._file_changes(ordinal, *t)]
             if len({_sign(p) for p in commit}) > 1:  # rows on both sides may cancel
-                rows, net = _net(pa.concat_tables(commit))
+                rows, net = _net(_concat(commit))
                 commit, netted = [rows], netted and net
             pieces.extend(p for p in commit if p.num_rows)
         if not pieces:
             return None
         commits = len({int(p.column(ORD)[0].as_py()) for p in pieces})
-        return ChangeRows(pa.concat_tables(pieces), commits if netted else None)
+        return ChangeRows(_concat(pieces), commits if netted else None)
 
     def _file_changes(self, ordinal: int, path: str, old: Any, new: Any) -> Iterable[Any]:
         """The rows of one file live on one side only, signed -1 (before) or +1 (after)."""
@@ -255,6 +254,14 @@ def write_signed(io: Any, directory: str, rows: Any) -> SignedFile:
     return SignedFile(path, tuple(names), renamed.num_rows, size)
 
 
+def _concat(tables: list[Any]) -> Any:
+    """One table of pieces read from files of different ages: a column a file predates comes
+    back as nulls of a wider Arrow type (large_string for string), so types are unified."""
+    import pyarrow as pa
+
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
 def _sign(piece: Any) -> int:
     """The sign of a piece of ``_file_changes`` (each piece has one)."""
     return int(piece.column(SIGN)[0].as_py())
@@ -272,6 +279,12 @@ def _net(rows: Any) -> tuple[Any, bool]:
     import pyarrow.compute as pc
 
     keys = [name for name in rows.column_names if name != SIGN]
+    for index, column in enumerate(rows.columns):
+        if pa.types.is_floating(column.type):  # -0.0 is 0.0, as in Spark's grouping
+            zero = pa.scalar(0, column.type)
+            rows = rows.set_column(
+                index, rows.field(index), pc.if_else(pc.equal(column, zero), zero, column)
+            )
     try:
         counted = rows.group_by(keys, use_threads=True).aggregate([(SIGN, "sum")])
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -258,10 +258,10 @@ class CdfRun:
         started = time.perf_counter()
         pieces = list(self.feeds.pieces(feed, self.node_id, directory))
         self.read_s += time.perf_counter() - started
-        if feed.users[0] == self.node_id:
-            self.files_read += feed.plan.touched
-        else:
+        if feed.users[0] != self.node_id:  # another model's read (Feeds logs the reuse)
             self.shared = True
+            return pieces + whole.pieces(feed.plan.whole)
+        self.files_read += feed.plan.touched
         logger.info(
             f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
             f"{len(change_range.commits)} commit(s); reading {feed.plan.touched.files} data files "

@@ -218,7 +218,8 @@ class TestSharedRead(PackageProject):
             "select order_id, amount from {s}.orders where status = 'paid'",
         )
         # The staged change file is gone when the invocation ends.
-        location = sql(project, "describe table extended {s}.latest", "all")
+        location = sql(project, f"describe table extended {{s}}.{first}", "all")
         root = next(str(r[1]) for r in location if r[0] == "Location")
         staged = Path(root.removeprefix("file:")) / "icetime-changes"
-        assert not staged.exists() or not list(staged.iterdir())
+        assert staged.is_dir()  # the change rows were staged beside the target...
+        assert not list(staged.iterdir())  # ...and deleted when the invocation ended

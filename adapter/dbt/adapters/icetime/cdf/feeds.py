@@ -47,7 +47,6 @@ class Feed:
     out: Schema
     staged: SignedFile | None = None
     pieces: list[Signed] | None = None
-    reads: int = 0  # how many times its files were read: 0 or 1
     users: list[str] = field(default_factory=list)  # the models that used it, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -81,7 +80,6 @@ class Feeds:
             feed.users.append(model)
             if feed.pieces is None:
                 rows = feed.files.read(feed.plan)
-                feed.reads += 1
                 if rows is None:
                     feed.pieces = []
                 else:

@@ -77,6 +77,11 @@ class Upstream:
     def out(self) -> Schema:
         return output_schema(self.metadata, self.to_snapshot)
 
+    @property
+    def snapshots(self) -> SnapshotReads:
+        """Its commits read as whole snapshots by the server."""
+        return SnapshotReads(self.table_sql, self.metadata, self.out)
+
 
 @dataclass
 class CdfRun:
@@ -176,7 +181,7 @@ class CdfRun:
         feed = self.feeds.plan(upstream.table, change_range, upstream.out)
         self.plan_s += time.perf_counter() - started
         upstream.feed = feed
-        whole = SnapshotReads(upstream.table_sql, upstream.metadata, upstream.out)
+        whole = upstream.snapshots
         touched = feed.plan.touched
         if feed.plan.whole:  # equality deletes: those commits are read whole
             touched += Touched(0, whole.bytes(feed.plan.whole) or 0)
@@ -244,7 +249,7 @@ class CdfRun:
     def _pieces(self, upstream: Upstream) -> list[Signed]:
         change_range = upstream.change_range
         assert change_range is not None
-        whole = SnapshotReads(upstream.table_sql, upstream.metadata, upstream.out)
+        whole = upstream.snapshots
         feed = upstream.feed
         if feed is None:  # only compactions: no rows
             return []

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime.cdf.config import cdf_config
-from dbt.adapters.icetime.config import apply_iceberg_defaults
+from dbt.adapters.icetime.config import apply_iceberg_defaults, tblproperties_items
 from dbt.adapters.icetime.errors import ConfigurationError
 
 
@@ -92,3 +92,33 @@ def test_cdf_config_refuses_naming_the_value(config: dict[str, Any], expected: s
     message = str(raised.value)
     assert "model.p.m" in message
     assert expected in message
+
+
+def test_tblproperties_are_quoted_and_icetime_s_own_come_last() -> None:
+    items = tblproperties_items(
+        "m",
+        {"write.merge.mode": "merge-on-read", "note": "it's", "n": 3, "on": True},
+        {"icetime.cdf.state": '{"version": 1}'},
+    )
+    assert items == [
+        "'write.merge.mode' = 'merge-on-read'",
+        "'note' = 'it\\'s'",
+        "'n' = '3'",
+        "'on' = 'true'",
+        "'icetime.cdf.state' = '{\"version\": 1}'",
+    ]
+    assert tblproperties_items("m", None) == []
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        (["a"], "tblproperties must map property names to text, numbers or booleans; got ['a']"),
+        ({"a": {"b": 1}}, "got {'a': {'b': 1}}"),
+        ({"icetime.cdf.state": "{}"}, "sets 'icetime.cdf.state', which icetime itself keeps"),
+    ],
+)
+def test_tblproperties_refused_naming_the_value(configured: Any, expected: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        tblproperties_items("model.p.m", configured)
+    assert expected in str(raised.value) and "model.p.m" in str(raised.value)

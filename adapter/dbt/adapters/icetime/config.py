@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.spark.impl import SparkConfig
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.properties import PREFIX
+from dbt.adapters.icetime.sql import sql_literal
 
 ICEBERG_FILE_FORMAT = "iceberg"
 
@@ -36,3 +39,32 @@ def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:
         "incremental_strategy"
     ):
         node_config["incremental_strategy"] = "merge" if node_config.get("unique_key") else "append"
+
+
+def tblproperties_items(
+    node_name: str, configured: Any, managed: Mapping[str, str] | None = None
+) -> list[str]:
+    """The ``'key' = 'value'`` items of a created table's ``tblproperties (...)``: the model's
+    configured properties, validated and quoted, then those icetime sets itself (``managed``,
+    such as a CDF rebuild's watermarks, committed with the data)."""
+    if configured is None:
+        configured = {}
+    if not isinstance(configured, Mapping):
+        raise errors.ConfigurationError(
+            errors.BAD_TBLPROPERTIES.format(node=node_name, value=configured)
+        )
+    items = []
+    for key, value in configured.items():
+        if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
+            raise errors.ConfigurationError(
+                errors.BAD_TBLPROPERTIES.format(node=node_name, value={key: value})
+            )
+        if key.lower().startswith(PREFIX):
+            raise errors.ConfigurationError(
+                errors.ICETIME_TBLPROPERTY.format(node=node_name, key=key)
+            )
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        items.append(f"{sql_literal(key)} = {sql_literal(text)}")
+    for key, value in (managed or {}).items():
+        items.append(f"{sql_literal(key)} = {sql_literal(value)}")
+    return items

@@ -121,6 +121,13 @@ FILE_FORMAT_NOT_ICEBERG = (
     "Model '{node}' sets file_format={value!r}, but icetime builds Apache Iceberg tables. "
     "Accepted: 'iceberg' (or leave file_format unset)."
 )
+BAD_TBLPROPERTIES = (
+    "{node}: tblproperties must map property names to text, numbers or booleans; got {value!r}."
+)
+ICETIME_TBLPROPERTY = (
+    "{node}: tblproperties sets {key!r}, which icetime itself keeps; remove it from the model's "
+    "tblproperties."
+)
 PROTECTED_TARGET = (
     "pin_snapshot would replace {relation} in protected target '{target}' with history: {why}. "
     "A pinned run replays the past; write it somewhere else (dbt run --target <another target>, "

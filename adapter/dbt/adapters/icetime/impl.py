@@ -31,7 +31,12 @@ from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.clones.operations import CloneOperations
-from dbt.adapters.icetime.config import ICEBERG_FILE_FORMAT, IcetimeConfig, apply_iceberg_defaults
+from dbt.adapters.icetime.config import (
+    ICEBERG_FILE_FORMAT,
+    IcetimeConfig,
+    apply_iceberg_defaults,
+    tblproperties_items,
+)
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.history import expire
@@ -313,9 +318,11 @@ class IcetimeAdapter(SparkAdapter):
         return self.cdf().prepare(model, graph, full_refresh)
 
     @available
-    def icetime_cdf_forget_state(self, relation: BaseRelation) -> str:
-        self.cdf().forget_state(relation)
-        return ""
+    def icetime_tblproperties(self, configured: Any, model: Mapping[str, Any]) -> list[str]:
+        """The items of a created table's `tblproperties (...)`: the model's, validated and
+        quoted, and for a CDF rebuild its new watermarks (committed with the data)."""
+        managed = self.cdf().created_properties(model)
+        return tblproperties_items(model["unique_id"], configured, managed)
 
     @available
     def icetime_key_bounds(self, relation: BaseRelation, key: str) -> list[str] | None:

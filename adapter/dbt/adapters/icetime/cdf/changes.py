@@ -94,7 +94,8 @@ def changes_sql(
         and pieces[0].net_commits is not None
         and (per_commit or pieces[0].net_commits <= 1)
     )
-    if netted or not any(p.deletes for p in pieces):
+    aggregated = not netted and any(p.deletes for p in pieces)
+    if not aggregated:
         # Already netted by the client, or nothing read before any commit (appends): every
         # row is one copy of one change, no aggregation.
         counted = f"select {cols}, {ORD}, {SIGN} as {_N} from (\n  {signed}\n)"
@@ -110,9 +111,13 @@ def changes_sql(
         )
     rows = (
         f"select {cols}, {ORD}, case when {_N} > 0 then 'insert' else 'delete' end as {_TYPE} "
-        f"from ({counted}) lateral view explode(sequence(1, cast(abs({_N}) as int))) "
-        f"_icetime_copies as _icetime_copy"
+        f"from ({counted})"
     )
+    if aggregated:  # a row counted n times is n changes (otherwise every row is one)
+        rows += (
+            f" lateral view explode(sequence(1, cast(abs({_N}) as int))) "
+            "_icetime_copies as _icetime_copy"
+        )
     change_type = _paired_type(keys, per_commit)
     # Indexed by ordinal: every commit of the range, compactions included.
     ids = ", ".join(f"cast({c.snapshot_id} as bigint)" for c in commits)

@@ -3,8 +3,8 @@
 Models that read the same upstream over the same snapshot range (same table, watermark, pinned
 snapshot and output schema) get the same signed rows. The first one plans the touched files and
 stages their changed rows (``cdf/files.py``); the others reuse the staged file: each model's
-own view over it (the net or per-commit shape, its filters) is only SQL. Staged files are
-deleted when the invocation ends.
+own views over it (the file as a relation, then the net or per-commit shape and its filters)
+are only SQL. Staged files are deleted when the invocation ends.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime.cdf.changes import Signed
 from dbt.adapters.icetime.cdf.files import FilePlan, SignedFile, UpstreamFiles, write_signed
 from dbt.adapters.icetime.cdf.plan import ChangeRange
-from dbt.adapters.icetime.cdf.reads import staged_read
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Schema
 from dbt.adapters.icetime.services import Services
@@ -36,6 +34,16 @@ class FeedKey:
     schema_id: int
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A range's signed rows, staged: the file, whether any row is a before image, and how
+    many commits' net changes it holds (None: not netted)."""
+
+    file: SignedFile
+    deletes: bool
+    net_commits: int | None
+
+
 @dataclass
 class Feed:
     """One upstream range: its touched files (from metadata) and, once read, its staged rows."""
@@ -45,8 +53,8 @@ class Feed:
     files: UpstreamFiles
     plan: FilePlan
     out: Schema
-    staged: SignedFile | None = None
-    pieces: list[Signed] | None = None
+    staged: Staged | None = None
+    read: bool = False
     users: list[str] = field(default_factory=list)  # the models that used it, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -74,25 +82,22 @@ class Feeds:
                 self._feeds[key] = feed
         return feed
 
-    def pieces(self, feed: Feed, model: str, directory: str) -> list[Signed]:
-        """The feed's staged rows as SQL: read and staged by the first model that asks."""
+    def staged(self, feed: Feed, model: str, directory: str) -> Staged | None:
+        """The feed's staged rows (None: no row changed), read by the first model that asks."""
         with feed.lock:
             feed.users.append(model)
-            if feed.pieces is None:
+            if not feed.read:
                 rows = feed.files.read(feed.plan)
-                if rows is None:
-                    feed.pieces = []
-                else:
-                    feed.staged = write_signed(feed.files.io, directory, rows.table)
-                    feed.pieces = [
-                        staged_read(feed.staged, feed.out, rows.deletes, rows.net_commits)
-                    ]
+                if rows is not None:
+                    written = write_signed(feed.files.io, directory, rows.table)
+                    feed.staged = Staged(written, rows.deletes, rows.net_commits)
+                feed.read = True
             else:
                 logger.info(
                     f"changes of {feed.table} {feed.key.from_snapshot}.."
                     f"{feed.key.to_snapshot}: reusing the rows read for {feed.users[0]}"
                 )
-            return feed.pieces
+            return feed.staged
 
     def cleanup(self) -> None:
         """Delete the staged files (the invocation is over)."""
@@ -100,9 +105,9 @@ class Feeds:
             for feed in self._feeds.values():
                 if feed.staged is not None:
                     try:
-                        feed.files.io.delete(feed.staged.path)
+                        feed.files.io.delete(feed.staged.file.path)
                     except OSError as exc:  # a leftover is harmless: nothing reads it again
-                        logger.debug(f"could not delete {feed.staged.path}: {exc}")
+                        logger.debug(f"could not delete {feed.staged.file.path}: {exc}")
             self._feeds.clear()
 
     def _table(self, name: TableName) -> Any:

@@ -35,7 +35,14 @@ from dbt.adapters.icetime.cdf.plan import (
     full_range,
     plan_range,
 )
-from dbt.adapters.icetime.cdf.reads import SnapshotReads, output_schema, snapshot_read, table_bytes
+from dbt.adapters.icetime.cdf.reads import (
+    SnapshotReads,
+    output_schema,
+    snapshot_read,
+    staged_read,
+    staged_relation,
+    table_bytes,
+)
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import (
@@ -99,6 +106,7 @@ class CdfRun:
     estimate: Estimate | None = None
     files_read: Touched = field(default_factory=Touched)
     shared: bool = False  # every staged read was another model's
+    staged_views: list[str] = field(default_factory=list)  # this model's views of staged files
     # Seconds this model spent planning touched files (manifests) and reading them (or waiting
     # for another model's read of the same range).
     plan_s: float = 0.0
@@ -126,7 +134,11 @@ class CdfRun:
         """The target moved after the last recorded watermark: an interrupted run's data commit."""
         if self.full or self.state is None or self.target_metadata is None:
             return False
-        return self.state.target_snapshot_id != self.target_metadata.current_snapshot_id
+        current = self.target_metadata.current_snapshot_id
+        if self.state.target_snapshot_id is None:  # recorded by a rebuild, in its own commit
+            snapshot = self.target_metadata.snapshot(current) if current is not None else None
+            return snapshot is not None and snapshot.parent_id is not None
+        return self.state.target_snapshot_id != current
 
     def add(self, upstream: Upstream) -> str:
         """Plan an upstream's range and create its change view; returns the view's name."""
@@ -261,8 +273,16 @@ class CdfRun:
             return whole.pieces(change_range.commits)
         directory = f"{self._target_location()}/{STAGING_DIRECTORY}"
         started = time.perf_counter()
-        pieces = list(self.feeds.pieces(feed, self.node_id, directory))
+        staged = self.feeds.staged(feed, self.node_id, directory)
         self.read_s += time.perf_counter() - started
+        pieces: list[Signed] = []
+        if staged is not None:
+            relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
+            self.execute(staged_relation(relation, staged.file))
+            self.staged_views.append(relation)
+            pieces.append(
+                staged_read(relation, staged.file, upstream.out, staged.deletes, staged.net_commits)
+            )
         if feed.users[0] != self.node_id:  # another model's read (Feeds logs the reuse)
             self.shared = True
             return pieces + whole.pieces(feed.plan.whole)
@@ -325,8 +345,9 @@ class CdfRun:
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
     def close(self) -> None:
-        for upstream in self.upstreams.values():
-            self.execute(f"drop view if exists {quote_identifier(upstream.view)}")
+        views = [u.view for u in self.upstreams.values()] + self.staged_views
+        for view in views:
+            self.execute(f"drop view if exists {quote_identifier(view)}")
 
 
 def _file_count(metadata: TableMetadata, snapshot_id: int | None) -> int | None:

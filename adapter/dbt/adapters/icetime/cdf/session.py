@@ -23,7 +23,7 @@ from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.feeds import Feeds
 from dbt.adapters.icetime.cdf.reads import output_schema
 from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
-from dbt.adapters.icetime.cdf.state import forget_state, write_state
+from dbt.adapters.icetime.cdf.state import write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.pins.session import PinSession
 from dbt.adapters.icetime.services import Services
@@ -101,9 +101,14 @@ class CdfSession:
             logger.warning(errors.CDF_RECOVERING.format(target=run.target))
         return described
 
-    def forget_state(self, relation: Any) -> None:
-        """Before a rebuild of an existing target: its watermarks no longer describe it."""
-        forget_state(self.services.execute, TableName.from_relation(relation))
+    def created_properties(self, model: Mapping[str, Any]) -> dict[str, str]:
+        """The properties a CDF rebuild creates its target with: its new watermarks, in the
+        same commit as the data (a rebuild killed before it commits leaves the old table and
+        its old watermarks; one that commits is recorded). Empty for any other table."""
+        run = self._runs.get(model.get("unique_id", ""))
+        if run is None or not run.full:
+            return {}
+        return run.new_state(None).as_properties()
 
     def key_bounds(self, relation: Any, key: str) -> list[str] | None:
         """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None.
@@ -127,6 +132,8 @@ class CdfSession:
         try:
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
+                if run.full:  # the rebuild committed its watermarks with its data
+                    return
                 target = self.services.reader.table(run.target)
                 state = run.new_state(target.current_snapshot_id)
                 write_state(self.services.execute, run.target, state)

@@ -1,11 +1,15 @@
-"""The watermarks a CDF target keeps: one table property, written after each data commit.
+"""The watermarks a CDF target keeps: one table property, committed with or after the data.
 
 ``icetime.cdf.state`` holds, as JSON, for every upstream the run read (by fully qualified name):
 the upstream's table uuid and the snapshot the target now reflects; and the target snapshot the
-data commit produced. The property is updated by a metadata-only commit after the data commit,
-so a run killed between the two leaves the old watermark next to newer data. The next run sees
-that the target's current snapshot is not the one recorded, and re-applies the changes since the
-old watermark idempotently (see ``docs/flow/cdf.md``).
+data commit produced.
+
+A rebuild (``CREATE OR REPLACE TABLE ... AS``) sets the property in its own commit, so it has no
+target snapshot to record (``None``): the rebuild's snapshot is the one without a parent. An
+incremental run updates the property by a metadata-only commit after its data commit, so a run
+killed between the two leaves the old watermark next to newer data. The next run sees that the
+target's current snapshot is not the one recorded (or, after a rebuild, has a parent), and
+re-applies the changes since the old watermark idempotently (see ``docs/flow/cdf.md``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ class CdfState:
             sort_keys=True,
         )
 
+    def as_properties(self) -> dict[str, str]:
+        """The table property that records this state (for a rebuild's CREATE ... AS)."""
+        return {CDF_STATE: self.dumps()}
+
 
 def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
     """The state recorded on a target, None if there is none; a damaged one is an error."""
@@ -74,8 +82,3 @@ def write_state(execute: Callable[[str], object], table: TableName, state: CdfSt
         f"alter table {table.sql()} set tblproperties "
         f"({sql_literal(CDF_STATE)} = {sql_literal(state.dumps())})"
     )
-
-
-def forget_state(execute: Callable[[str], object], table: TableName) -> None:
-    """Remove the watermarks: a rebuild killed before it commits rebuilds again, never resumes."""
-    execute(f"alter table {table.sql()} unset tblproperties if exists ({sql_literal(CDF_STATE)})")

@@ -60,3 +60,14 @@
     {%- endif -%}
   {%- endcall %}
 {% endmacro %}
+
+
+{% macro icetime__tblproperties_clause() -%}
+  {#- A created table's properties: the model's tblproperties, validated and quoted (dbt-spark
+      renders them unquoted), and those icetime commits with the data (a CDF rebuild's
+      watermarks). -#}
+  {%- set items = adapter.icetime_tblproperties(config.get('tblproperties'), model) -%}
+  {%- if items %}
+    tblproperties ({{ items | join(', ') }})
+  {%- endif %}
+{%- endmacro %}

@@ -49,11 +49,11 @@
   {#- A first run, --full-refresh, a history gap rebuilt, or a view in the way: the target is
       built from every current row of the upstreams. -#}
   {{ log("icetime: building " ~ this ~ " from scratch (" ~ (run.reason or 'replacing a view') ~ ")", info=true) }}
+  {#- The new watermarks are committed with the data (tblproperties, see
+      icetime__tblproperties_clause): a rebuild killed before its commit leaves the old table
+      with its old watermarks, one that commits is recorded. -#}
   {%- if existing_relation is not none and existing_relation.is_view -%}
     {% do adapter.drop_relation(existing_relation) %}
-  {%- elif existing_relation is not none -%}
-    {#- Forget the old watermark first: a run killed after it rebuilds again, never resumes. -#}
-    {% do adapter.icetime_cdf_forget_state(this) %}
   {%- endif -%}
   {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
   {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}

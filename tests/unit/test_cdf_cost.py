@@ -48,3 +48,11 @@ def test_the_estimate_reported_in_run_results() -> None:
     assert reported["incremental_files"] == 3 and reported["incremental_bytes"] == 1_700_000
     assert reported["full_files"] == 100 and reported["full_bytes"] == 579 * MB
     assert isinstance(reported["incremental_s"], float)
+
+
+def test_a_change_log_reads_whole_snapshots_only_when_they_are_little_more() -> None:
+    fixed = cost.FIXED_INCREMENTAL_S + cost.WHOLE_AGGREGATION_S  # what runs.py passes
+    tiny = Estimate(Touched(1, 4_000), 2 * 40_000, 2, cost.AUTO, fixed)
+    assert tiny.choice == cost.INCREMENTAL  # the server's aggregation costs more than the read
+    most = Estimate(Touched(10, 50 * MB), 2 * 60 * MB, 20, cost.AUTO, fixed)
+    assert most.choice == cost.FULL

@@ -15,8 +15,9 @@ anew. Each side is a fixed cost plus a cost per megabyte read, calibrated on a 2
 
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
 side computes the same change rows from whole snapshots read by the server (both sides of
-every commit) and appends them like the incremental side: ``auto`` picks it when that reads
-little more than the touched files would, as on a small table.
+every commit) and appends them like the incremental side, plus ``WHOLE_AGGREGATION_S``: the
+server's sign aggregation of those reads (a shuffle that the client's netted, staged rows do
+not need). ``auto`` picks it when the touched files are most of the table's bytes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FIXED_INCREMENTAL_S = 2.0
 INCREMENTAL_S_PER_MB = 0.17
 FIXED_FULL_S = 0.6
 FULL_S_PER_MB = 0.020
+WHOLE_AGGREGATION_S = 0.4
 
 AUTO = "auto"
 INCREMENTAL = "incremental"

@@ -23,6 +23,7 @@ from dbt.adapters.icetime.cdf.cost import (
     FIXED_INCREMENTAL_S,
     FULL,
     INCREMENTAL,
+    WHOLE_AGGREGATION_S,
     Estimate,
 )
 from dbt.adapters.icetime.cdf.feeds import STAGING_DIRECTORY, Feed, Feeds
@@ -213,7 +214,9 @@ class CdfRun:
                 else full_bytes + previous.full_bytes
             )
             full_files = (full_files or 0) + (previous.full_files or 0)
-        fixed = FIXED_INCREMENTAL_S if self.mode == APPEND_MODE else FIXED_FULL_S
+        fixed = (
+            FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if self.mode == APPEND_MODE else FIXED_FULL_S
+        )
         self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed)
         if self.estimate.choice != FULL:
             return

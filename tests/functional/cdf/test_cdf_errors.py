@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt_and_capture
 
-from tests.support import SOURCES, PackageProject, install_package, snapshots, sql
+from tests.support import (
+    SOURCES,
+    PackageProject,
+    install_package,
+    raw_sources,
+    run_failing,
+    snapshots,
+    sql,
+)
 
 CDF = "{{ config(materialized='incremental', incremental_strategy='cdf'%s) }}\n"
 CHANGES = "{{ icetime.changes(source('raw', 'orders')) }}"
@@ -105,3 +113,28 @@ class TestCdfBadInput(PackageProject):
                 run_dbt_and_capture(["run", "--select", "unknown"], expect_pass=False)
         finally:
             model.unlink()
+
+
+class TestCdfUpstreamNotYetCreated(PackageProject):
+    """A fresh project compiles (docs generate) before its raw tables exist; running fails."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "sources.yml": raw_sources("arrives_later"),
+            "later.sql": CDF % ", unique_key='id'" + "select id, _change_type "
+            "from {{ icetime.changes(source('raw', 'arrives_later')) }} where id > 0",
+        }
+
+    def test_compiles_and_documents_but_does_not_run(self, project: Any) -> None:
+        install_package(project)
+        warning = "which is not (yet) an Iceberg table in the catalog: compiled as a plain read"
+        for command in (["compile"], ["docs", "generate"]):
+            _, output = run_dbt_and_capture(command)
+            assert warning in output, output
+        compiled = next(Path(project.project_root, "target", "compiled").rglob("later.sql"))
+        text = compiled.read_text()
+        assert "cast(null as string) as _change_type" in text and "arrives_later" in text
+        output = run_failing(["run", "--select", "later"])
+        assert "which is not an Iceberg table in the catalog" in output, output
+        assert "later" not in {r[1] for r in sql(project, "show tables in {s}", "all")}

@@ -193,6 +193,11 @@ CDF_UPSTREAM_NOT_ICEBERG = (
     "CDF model {model} reads changes of {table}, which is not an Iceberg table in the catalog "
     "(a view, a non-Iceberg table, or missing). icetime.changes() accepts Iceberg tables only."
 )
+CDF_UPSTREAM_NOT_YET = (
+    "CDF model {model} reads changes of {table}, which is not (yet) an Iceberg table in the "
+    "catalog: compiled as a plain read of it with null change columns. Running the model "
+    "needs the Iceberg table."
+)
 RECOMPUTE_WITHOUT_UPSTREAM = (
     "CDF model {model} sets cdf_recompute_keys but reads no Iceberg table through ref() or "
     "source() whose changes could name the keys to recompute."

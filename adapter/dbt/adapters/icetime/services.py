@@ -49,6 +49,15 @@ def run_flags() -> Any:
         return None
 
 
+# dbt commands that compile models without building them (``docs generate`` is "generate").
+COMPILE_ONLY_COMMANDS = frozenset({"compile", "generate", "list", "ls", "parse", "show"})
+
+
+def compiling_only() -> bool:
+    """Whether the running dbt command only compiles (compile, docs generate, ls, parse, show)."""
+    return getattr(run_flags(), "WHICH", None) in COMPILE_ONLY_COMMANDS
+
+
 def run_selection() -> list[str]:
     """The unique ids the running dbt command selected (its ``selected_resources``)."""
     from dbt import selected_resources

@@ -78,6 +78,17 @@ def empty_sql(columns: Sequence[str], read: str) -> str:
     )
 
 
+def placeholder_sql(table_sql: str) -> str:
+    """What ``changes()`` compiles to when its upstream does not exist yet and the command only
+    compiles: every column of a plain read, and the change columns, typed and null."""
+    return (
+        f"(select *, cast(null as string) as {CHANGE_TYPE}, "
+        f"cast(null as bigint) as {COMMIT_SNAPSHOT_ID}, "
+        f"cast(null as timestamp) as {COMMIT_TIMESTAMP}, "
+        f"cast(null as int) as {CHANGE_ORDINAL} from {table_sql})"
+    )
+
+
 def changes_sql(
     columns: Sequence[str],
     pieces: Sequence[Signed],

@@ -19,6 +19,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf import faults
+from dbt.adapters.icetime.cdf.changes import placeholder_sql
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.feeds import Feeds
 from dbt.adapters.icetime.cdf.reads import output_schema
@@ -26,7 +27,7 @@ from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.state import write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.pins.session import PinSession
-from dbt.adapters.icetime.services import Services
+from dbt.adapters.icetime.services import Services, compiling_only
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
@@ -63,15 +64,22 @@ class CdfSession:
         node_id = model["unique_id"]
         if config.mode == RECOMPUTE:
             raise errors.ConfigurationError(errors.CHANGES_WITH_RECOMPUTE.format(model=node_id))
-        run = self._run(model, config, full_refresh)
         name = TableName.from_relation(relation)
+        try:
+            metadata = self._upstream_metadata(name, node_id)
+        except errors.ConfigurationError:  # the catalog says there is no such Iceberg table
+            if not compiling_only():
+                raise
+            # A fresh project compiles (docs generate, compile) before its raw tables exist.
+            logger.warning(errors.CDF_UPSTREAM_NOT_YET.format(model=node_id, table=name))
+            return placeholder_sql(name.sql())
+        run = self._run(model, config, full_refresh)
         if str(name) not in run.upstreams and run.upstreams and not config.unique_key:
             raise errors.ConfigurationError(
                 errors.CHANGES_TWO_UPSTREAMS.format(
                     model=node_id, first=next(iter(run.upstreams)), second=name
                 )
             )
-        metadata = self._upstream_metadata(name, node_id)
         pinned = getattr(relation, "snapshot_id", None)
         upstream = Upstream(
             name=str(name),

@@ -69,24 +69,22 @@ def full_sql(
     )
 
 
+# The change columns, typed and null: what a read that is not a change feed carries.
+_NULL_CHANGE_COLUMNS = (
+    f"cast(null as string) as {CHANGE_TYPE}, cast(null as bigint) as {COMMIT_SNAPSHOT_ID}, "
+    f"cast(null as timestamp) as {COMMIT_TIMESTAMP}, cast(null as int) as {CHANGE_ORDINAL}"
+)
+
+
 def empty_sql(columns: Sequence[str], read: str) -> str:
     """No change rows, with the right columns; Spark answers it without reading a file."""
-    return (
-        f"select {', '.join(columns)}, cast(null as string) as {CHANGE_TYPE}, "
-        f"cast(null as bigint) as {COMMIT_SNAPSHOT_ID}, cast(null as timestamp) as "
-        f"{COMMIT_TIMESTAMP}, cast(null as int) as {CHANGE_ORDINAL} from {read} where false"
-    )
+    return f"select {', '.join(columns)}, {_NULL_CHANGE_COLUMNS} from {read} where false"
 
 
 def placeholder_sql(table_sql: str) -> str:
     """What ``changes()`` compiles to when its upstream does not exist yet and the command only
     compiles: every column of a plain read, and the change columns, typed and null."""
-    return (
-        f"(select *, cast(null as string) as {CHANGE_TYPE}, "
-        f"cast(null as bigint) as {COMMIT_SNAPSHOT_ID}, "
-        f"cast(null as timestamp) as {COMMIT_TIMESTAMP}, "
-        f"cast(null as int) as {CHANGE_ORDINAL} from {table_sql})"
-    )
+    return f"(select *, {_NULL_CHANGE_COLUMNS} from {table_sql})"
 
 
 def changes_sql(

@@ -34,16 +34,6 @@ class FeedKey:
     schema_id: int
 
 
-@dataclass(frozen=True)
-class Staged:
-    """A range's signed rows, staged: the file, whether any row is a before image, and how
-    many commits' net changes it holds (None: not netted)."""
-
-    file: SignedFile
-    deletes: bool
-    net_commits: int | None
-
-
 @dataclass
 class Feed:
     """One upstream range: its touched files (from metadata) and, once read, its staged rows."""
@@ -53,7 +43,7 @@ class Feed:
     files: UpstreamFiles
     plan: FilePlan
     out: Schema
-    staged: Staged | None = None
+    staged: SignedFile | None = None
     read: bool = False
     users: list[str] = field(default_factory=list)  # the models that used it, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -82,15 +72,14 @@ class Feeds:
                 self._feeds[key] = feed
         return feed
 
-    def staged(self, feed: Feed, model: str, directory: str) -> Staged | None:
+    def staged(self, feed: Feed, model: str, directory: str) -> SignedFile | None:
         """The feed's staged rows (None: no row changed), read by the first model that asks."""
         with feed.lock:
             feed.users.append(model)
             if not feed.read:
                 rows = feed.files.read(feed.plan)
                 if rows is not None:
-                    written = write_signed(feed.files.io, directory, rows.table)
-                    feed.staged = Staged(written, rows.deletes, rows.net_commits)
+                    feed.staged = write_signed(feed.files.io, directory, rows)
                 feed.read = True
             else:
                 logger.info(
@@ -105,9 +94,9 @@ class Feeds:
             for feed in self._feeds.values():
                 if feed.staged is not None:
                     try:
-                        feed.files.io.delete(feed.staged.file.path)
+                        feed.files.io.delete(feed.staged.path)
                     except OSError as exc:  # a leftover is harmless: nothing reads it again
-                        logger.debug(f"could not delete {feed.staged.file.path}: {exc}")
+                        logger.debug(f"could not delete {feed.staged.path}: {exc}")
             self._feeds.clear()
 
     def _table(self, name: TableName) -> Any:

@@ -236,22 +236,20 @@ class SignedFile:
 
     path: str
     columns: tuple[str, ...]  # the staged file's columns: c0, c1, ... then ord and sign
-    rows: int
-    bytes: int
+    deletes: bool  # whether any row is a before image (signed -1)
+    net_commits: int | None  # as ChangeRows.net_commits
 
 
-def write_signed(io: Any, directory: str, rows: Any) -> SignedFile:
+def write_signed(io: Any, directory: str, rows: ChangeRows) -> SignedFile:
     """Write the signed rows as Parquet under ``directory``; columns renamed c0..cn."""
     import pyarrow.parquet as pq
 
-    names = [f"c{i}" for i in range(rows.num_columns - 2)] + [ORD, SIGN]
-    renamed = rows.rename_columns(names)
+    table = rows.table
+    names = [f"c{i}" for i in range(table.num_columns - 2)] + [ORD, SIGN]
     path = f"{directory.rstrip('/')}/{uuid.uuid4().hex}.parquet"
-    output = io.new_output(path)
-    with output.create(overwrite=True) as stream:
-        pq.write_table(renamed, stream, compression="zstd")
-    size = int(io.new_input(path).__len__())
-    return SignedFile(path, tuple(names), renamed.num_rows, size)
+    with io.new_output(path).create(overwrite=True) as stream:
+        pq.write_table(table.rename_columns(names), stream, compression="zstd")
+    return SignedFile(path, tuple(names), rows.deletes, rows.net_commits)
 
 
 def _concat(tables: list[Any]) -> Any:

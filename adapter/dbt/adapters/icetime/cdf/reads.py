@@ -1,11 +1,12 @@
 """Where a range's signed rows come from: the touched files (staged by the client), or whole
 snapshots read by the server.
 
-``StagedReads`` is the incremental path on every connection (see ``cdf/files.py``): the client
+``staged_read`` is the incremental path on every connection (see ``cdf/files.py``): the client
 reads only the files each commit touched and writes their changed rows as one Parquet file; the
-server reads that file. ``SnapshotReads`` time-travels to each commit's parent and to the commit
-and reads whole snapshots: it is the ``full`` side of a change log (``cdf_mode: append``), and
-serves commits with equality deletes, which pyiceberg cannot plan.
+server reads that file through a temporary view (``staged_relation``). ``SnapshotReads``
+time-travels to each commit's parent and to the commit and reads whole snapshots: it is the
+``full`` side of a change log (``cdf_mode: append``), and serves commits with equality deletes,
+which pyiceberg cannot plan.
 
 Every read is projected to the columns of the snapshot the run pins, matched by field id, so
 rows from before a column was added, renamed or widened compare equal to their later copies.
@@ -82,9 +83,7 @@ def staged_relation(view: str, staged: SignedFile) -> str:
     )
 
 
-def staged_read(
-    view: str, staged: SignedFile, out: Schema, deletes: bool, net_commits: int | None = None
-) -> Signed:
+def staged_read(view: str, staged: SignedFile, out: Schema) -> Signed:
     """The signed rows of a staged file (through its ``staged_relation`` view), with the
     output columns' names and Spark types."""
     columns = []
@@ -96,8 +95,8 @@ def staged_read(
         columns.append(f"{value} as {quote_identifier(field.name)}")
     return Signed(
         f"select {', '.join(columns)}, {ORD}, {SIGN} from {quote_identifier(view)}",
-        deletes,
-        net_commits,
+        staged.deletes,
+        staged.net_commits,
     )
 
 

@@ -281,11 +281,9 @@ class CdfRun:
         pieces: list[Signed] = []
         if staged is not None:
             relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
-            self.execute(staged_relation(relation, staged.file))
+            self.execute(staged_relation(relation, staged))
             self.staged_views.append(relation)
-            pieces.append(
-                staged_read(relation, staged.file, upstream.out, staged.deletes, staged.net_commits)
-            )
+            pieces.append(staged_read(relation, staged, upstream.out))
         if feed.users[0] != self.node_id:  # another model's read (Feeds logs the reuse)
             self.shared = True
             return pieces + whole.pieces(feed.plan.whole)
@@ -320,7 +318,6 @@ class CdfRun:
             "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
             "message": "; ".join(unchanged),
             "views": [u.view for u in self.upstreams.values()],
-            "response": self.response(),
         }
 
     def response(self) -> dict[str, Any]:

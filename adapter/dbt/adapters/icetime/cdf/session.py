@@ -140,8 +140,7 @@ class CdfSession:
         try:
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
-                if run.full:  # the rebuild committed its watermarks with its data
-                    return
+            if committed and not run.full:  # a rebuild committed its watermarks with its data
                 target = self.services.reader.table(run.target)
                 state = run.new_state(target.current_snapshot_id)
                 write_state(self.services.execute, run.target, state)

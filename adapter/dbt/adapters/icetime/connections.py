@@ -15,7 +15,7 @@ from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
@@ -143,8 +143,9 @@ class IcetimeConnectionManager(SparkConnectionManager):
             raise self._translate(message) from exc
 
     def _translate(self, message: str) -> DbtRuntimeError:
+        """A failed statement as dbt's database error (dbt-spark raises its runtime error)."""
         if any(marker in message for marker in LOCKED_MARKERS):
             creds = cast(IcetimeCredentials, self.profile.credentials)
             where = CatalogSettings.from_credentials(creds).sqlite_path or creds.catalog_uri
             return errors.CatalogError(errors.CATALOG_LOCKED.format(where=where))
-        return DbtRuntimeError(message)
+        return DbtDatabaseError(message)

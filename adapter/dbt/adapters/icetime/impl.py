@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from multiprocessing.context import SpawnContext
 from pathlib import Path
@@ -31,6 +31,7 @@ from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.clones.operations import CloneOperations
+from dbt.adapters.icetime.column import IcetimeColumn, typed_nulls
 from dbt.adapters.icetime.config import (
     ICEBERG_FILE_FORMAT,
     IcetimeConfig,
@@ -81,6 +82,7 @@ class IcetimeAdapter(SparkAdapter):
         }
     )
     Relation = IcetimeRelation  # type: ignore[assignment]
+    Column = IcetimeColumn  # type: ignore[assignment]
     ConnectionManager = IcetimeConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = IcetimeConfig  # type: ignore[assignment]
 
@@ -151,11 +153,31 @@ class IcetimeAdapter(SparkAdapter):
             is_hudi=False,
         )
 
+    def parse_describe_extended(self, relation: BaseRelation, raw_rows: Any) -> list[Any]:
+        """dbt-spark's columns of a DESCRIBE, as icetime's columns: with their comments."""
+        columns = super().parse_describe_extended(relation, raw_rows)
+        described = "comment" in getattr(raw_rows, "column_names", ())
+        comments = {row["col_name"]: row["comment"] for row in raw_rows} if described else {}
+        return [
+            IcetimeColumn(
+                **{f.name: getattr(column, f.name) for f in fields(column)},
+                comment=comments.get(column.column) or None,
+            )
+            for column in columns
+        ]
+
+    @available
+    def icetime_typed_select(self, sql: str) -> str:
+        """The select with its untyped-null columns cast to string (Iceberg has no void type)."""
+        _, described = self.execute(f"describe query {sql}", fetch=True)
+        return typed_nulls(sql, [(row[0], row[1]) for row in described])
+
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
         for column in self.get_columns_in_relation(relation):
             as_dict = column.to_column_dict()
             as_dict["column_name"] = as_dict.pop("column", None)
             as_dict["column_type"] = as_dict.pop("dtype")
+            as_dict["column_comment"] = as_dict.pop("comment", None)
             as_dict["table_database"] = relation.database
             # Catalog positions count from 1, as information_schema's ordinal_position does.
             as_dict["column_index"] = int(as_dict["column_index"]) + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dbt.adapters.base.relation import BaseRelation
-from dbt.adapters.contracts.relation import Policy
+from dbt.adapters.contracts.relation import ComponentName, Policy
 from dbt.adapters.spark.relation import SparkRelation
 
 
@@ -27,6 +27,14 @@ class IcetimeRelation(SparkRelation):
     def __post_init__(self) -> None:
         # dbt-spark rejects any database; in icetime it names the Iceberg catalog.
         pass
+
+    def _is_exactish_match(self, field: ComponentName, value: str) -> bool:
+        # Spark resolves unquoted names without regard to case, whoever created the relation:
+        # a listed `MODEL` is the relation a model file MODEL.sql names (dbt compares a
+        # relation it did not create exactly, and then refuses the "approximate" match).
+        if self.quote_policy.get_part(field) is False:
+            return self.path.get_lowered_part(field) == value.lower()
+        return self.path.get_part(field) == value
 
     def render(self) -> str:
         # dbt-spark refuses to render database and schema together; Iceberg wants both.

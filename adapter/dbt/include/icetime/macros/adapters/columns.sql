@@ -27,3 +27,30 @@
     {%- endcall %}
   {% endfor %}
 {% endmacro %}
+
+{% macro icetime__get_columns_in_relation(relation) -%}
+  {#- The relation's columns, parsed (dbt-spark returns DESCRIBE's raw rows, whose partition and
+      metadata lines dbt's snapshot materialization then takes for columns). -#}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
+
+{% macro icetime__persist_docs(relation, model, for_relation=true, for_columns=true) -%}
+  {#- A view's comments are part of its CREATE VIEW (the column list and comment clause of
+      dbt-spark's create_view_as); ALTER TABLE cannot reach a view. -#}
+  {%- if relation.type != 'view' -%}
+    {% do spark__persist_docs(relation, model, for_relation, for_columns) %}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro icetime__create_columns(relation, columns) %}
+  {#- Snapshots: dbt's per-key columns of a multi-column unique_key (dbt_unique_key_1, ...) are
+      staging columns, never the target's (dbt-spark adds them, and the next run's staging
+      select then names them twice). -#}
+  {%- set kept = [] -%}
+  {%- for column in columns -%}
+    {%- if not modules.re.match('^dbt_unique_key_[0-9]+$', column.name | lower) -%}
+      {%- do kept.append(column) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {% do spark__create_columns(relation, kept) %}
+{% endmacro %}

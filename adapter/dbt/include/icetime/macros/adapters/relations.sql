@@ -71,3 +71,18 @@
     tblproperties ({{ items | join(', ') }})
   {%- endif %}
 {%- endmacro %}
+
+{% macro icetime__create_view_as(relation, sql) -%}
+  {#- dbt-spark's view, over a select whose untyped `null` columns are cast to string: an Iceberg
+      view cannot hold Spark's void type. -#}
+  {{ spark__create_view_as(relation, adapter.icetime_typed_select(sql)) }}
+{%- endmacro %}
+
+{% macro icetime__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+  {#- dbt-spark's table, over a select whose untyped `null` columns are cast to string (see
+      create_view_as). -#}
+  {%- if language == 'sql' and not temporary -%}
+    {%- set compiled_code = adapter.icetime_typed_select(compiled_code) -%}
+  {%- endif -%}
+  {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
+{%- endmacro %}

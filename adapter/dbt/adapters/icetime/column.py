@@ -1,0 +1,66 @@
+"""Columns of Spark + Iceberg relations: dbt's type checks in Spark's type names, and comments."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dbt.adapters.spark.column import SparkColumn
+
+from dbt.adapters.icetime.sql import quote_identifier
+
+# Spark's names (as DESCRIBE prints them) and the aliases its parser accepts.
+STRING_TYPES = ("string", "varchar", "char")
+INTEGER_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "byte", "short", "long")
+NUMERIC_TYPES = ("decimal", "dec", "numeric")
+FLOAT_TYPES = ("float", "double", "real")
+
+# A type name without its parameters: `decimal(10,2)` -> `decimal`, `varchar(20)` -> `varchar`.
+_BASE_TYPE = re.compile(r"^\s*([a-z_ ]+?)\s*(\(.*\))?\s*$")
+
+
+@dataclass
+class IcetimeColumn(SparkColumn):
+    comment: str | None = None
+
+    def _base_type(self) -> str:
+        match = _BASE_TYPE.match(self.dtype.lower())
+        return match.group(1) if match else self.dtype.lower()
+
+    def is_string(self) -> bool:
+        return self._base_type() in STRING_TYPES
+
+    def is_integer(self) -> bool:
+        return self._base_type() in INTEGER_TYPES
+
+    def is_numeric(self) -> bool:
+        return self._base_type() in NUMERIC_TYPES
+
+    def is_float(self) -> bool:
+        return self._base_type() in FLOAT_TYPES
+
+    def string_size(self) -> int:
+        # Spark's `string` has no length; a varchar(n) of an Iceberg table is a string too.
+        match = re.search(r"\((\d+)\)", self.dtype)
+        return int(match.group(1)) if self.is_string() and match else super().string_size()
+
+    def __repr__(self) -> str:
+        return f"<IcetimeColumn {self.name} ({self.data_type})>"
+
+
+# How DESCRIBE names the type of an untyped `null`, which Iceberg cannot store.
+VOID_TYPES = ("void", "null")
+
+
+def typed_nulls(sql: str, columns: list[tuple[str, str]]) -> str:
+    """The select with each untyped-null column cast to string (as Postgres types a bare
+    `null`), or the select itself when it has none: Iceberg has no void type."""
+    if not any(dtype.lower() in VOID_TYPES for _, dtype in columns):
+        return sql
+    select_list = ", ".join(
+        f"cast(null as string) as {quote_identifier(name)}"
+        if dtype.lower() in VOID_TYPES
+        else quote_identifier(name)
+        for name, dtype in columns
+    )
+    return f"select {select_list} from (\n{sql}\n) as icetime_typed"

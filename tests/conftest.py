@@ -47,6 +47,9 @@ SLOWEST = (
     "cdf/test_cdf_merge.py",
     "clones/test_dbt_clone.py",
     "adapter/test_incremental.py",
+    "adapter/test_simple_snapshot.py",
+    "adapter/test_simple_seed.py",
+    "adapter/test_utils.py",
 )
 
 

@@ -11,9 +11,28 @@ from tests.functional.adapter.postgres_fixtures import spark_statements
 # ANSI store assignment will not write a string into a timestamp column, so the values are
 # cast explicitly to the table's column types.
 INSERT_VALUES = re.compile(
-    r"^\s*insert\s+into\s+(?P<table>[\w.`]+)\s*(?:\((?P<columns>[^)]*)\))?\s*values\s",
+    r"^\s*insert\s+into\s+(?P<table>[\w.`{}]+)\s*(?:\((?P<columns>[^)]*)\))?\s*values\s",
     re.I | re.S,
 )
+
+
+# `drop schema x cascade`: Iceberg's JDBC catalog refuses a cascading namespace drop.
+DROP_SCHEMA_CASCADE = re.compile(
+    r"^\s*drop\s+schema\s+if\s+exists\s+([\w.`{}]+)\s+cascade\s*$", re.I
+)
+
+
+# `alter table t add column c type default v`: Spark cannot give an Iceberg column a default;
+# the column is added and its existing rows set to v, which is what Postgres' default leaves.
+ADD_COLUMN_DEFAULT = re.compile(
+    r"^\s*alter\s+table\s+(?P<table>[\w.`{}]+)\s+add\s+column\s+(?P<column>[\w`]+)\s+"
+    r"(?P<type>.+?)\s+default\s+(?P<value>.+?)\s*$",
+    re.I | re.S,
+)
+
+
+def without_leading_comments(statement: str) -> str:
+    return re.sub(r"^(\s*--[^\n]*\n)+", "", statement).strip()
 
 
 def typed_insert(statement: str, describe: Any) -> str:
@@ -43,6 +62,22 @@ def project(project: Any) -> Any:
     def run_sql(sql: str, fetch: str | None = None) -> Any:
         result = None
         for statement in spark_statements(sql):
+            statement = without_leading_comments(statement)
+            dropped = DROP_SCHEMA_CASCADE.match(statement)
+            if dropped:
+                # icetime's drop_schema drops the namespace's relations first.
+                name = dropped.group(1).strip("`").split(".")[-1]
+                schema = project.test_schema if name == "{schema}" else name
+                relation = project.adapter.Relation.create(database=project.database, schema=schema)
+                with project.adapter.connection_named("__test"):
+                    project.adapter.drop_schema(relation)
+                continue
+            added = ADD_COLUMN_DEFAULT.match(statement)
+            if added:
+                table, column = added.group("table"), added.group("column")
+                run_one(f"alter table {table} add column {column} {added.group('type')}")
+                result = run_one(f"update {table} set {column} = {added.group('value')}")
+                continue
             statement = typed_insert(statement, lambda q: run_one(q, fetch="all"))
             result = run_one(statement, fetch)
         return result

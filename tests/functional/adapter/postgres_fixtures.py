@@ -17,6 +17,8 @@ TYPES = (
     (re.compile(r"\bdouble\s+precision\b", re.I), "double"),
     (re.compile(r"\bcharacter\s+varying\b", re.I), "varchar"),
     (re.compile(r"\btext\b", re.I), "string"),
+    # A column's default is null anyway; Spark cannot set defaults on Iceberg columns.
+    (re.compile(r"\s+default\s+null\b", re.I), ""),
 )
 
 # `value::type`: a quoted literal, a number or a name, cast to a type with optional parameters.

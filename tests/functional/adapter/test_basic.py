@@ -1,6 +1,7 @@
 """dbt's own adapter conformance suite (`dbt.tests.adapter.basic`) on the embedded default."""
 
 import getpass
+import json
 from typing import Any
 
 import pytest
@@ -26,6 +27,8 @@ from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCo
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 from dbt.tests.adapter.basic.test_table_materialization import BaseTableMaterialization
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
+
+from tests.support import pyiceberg_catalog
 
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
@@ -85,7 +88,7 @@ class TestValidateConnection(BaseValidateConnection):
 
 
 def _catalog_types() -> dict[str, Any]:
-    """How Spark reports the suite's column types; Iceberg tables carry no stats or owner."""
+    """How Spark reports the suite's column types (stats and owners: _with_iceberg_metadata)."""
     return {
         "role": None,
         "id_type": "bigint",
@@ -97,24 +100,86 @@ def _catalog_types() -> dict[str, Any]:
     }
 
 
-def _with_owners(catalog: dict[str, Any]) -> dict[str, Any]:
-    """Iceberg tables record the OS user that created them as owner; Iceberg views record none."""
+class IcebergTableStats:
+    """The stats `docs generate` must show for one Iceberg table, read from the table's metadata
+    with pyiceberg when compared (the test builds the tables after the expected catalog is made):
+    its current snapshot, its number of snapshots, and the inputs icetime recorded."""
+
+    def __init__(self, profile: dict[str, Any], identifier: str) -> None:
+        self.profile = profile
+        self.identifier = identifier
+
+    def expected(self) -> dict[str, Any]:
+        metadata = pyiceberg_catalog(self.profile).load_table(self.identifier).metadata
+        stats = {
+            "has_stats": {
+                "id": "has_stats",
+                "label": "Has Stats?",
+                "value": True,
+                "description": "Indicates whether there are statistics for this table",
+                "include": False,
+            },
+            "snapshot_id": {
+                "id": "snapshot_id",
+                "label": "Current snapshot",
+                "value": str(metadata.current_snapshot_id),
+                "description": "The Iceberg snapshot the table reads as now",
+                "include": True,
+            },
+            "snapshot_count": {
+                "id": "snapshot_count",
+                "label": "Snapshots",
+                "value": len(metadata.snapshots),
+                "description": "Snapshots in the table's history (not expired)",
+                "include": True,
+            },
+        }
+        built = metadata.properties.get("icetime.built_from")
+        if built:
+            inputs = json.loads(built)["inputs"]
+            stats["built_from"] = {
+                "id": "built_from",
+                "label": "Built from",
+                "value": ", ".join(f"{n}@{s}" for n, s in sorted(inputs.items()))
+                or "no Iceberg inputs",
+                "description": "The input snapshots icetime recorded at the table's last build",
+                "include": True,
+            }
+        return stats
+
+    def __eq__(self, found: object) -> bool:
+        return found == self.expected()
+
+    def __repr__(self) -> str:
+        return repr(self.expected())
+
+
+def _with_iceberg_metadata(
+    catalog: dict[str, Any], project: Any, profile: dict[str, Any]
+) -> dict[str, Any]:
+    """Iceberg tables record the OS user that created them as owner, and carry their snapshot
+    stats; Iceberg views record no owner and have no stats."""
     for section in ("nodes", "sources"):
         for entry in catalog[section].values():
-            is_view = entry["metadata"]["type"] == "view"
-            entry["metadata"]["owner"] = None if is_view else getpass.getuser()
+            metadata = entry["metadata"]
+            is_view = metadata["type"] == "view"
+            metadata["owner"] = None if is_view else getpass.getuser()
+            if not is_view:
+                entry["stats"] = IcebergTableStats(
+                    profile, f"{metadata['schema']}.{metadata['name']}"
+                )
     return catalog
 
 
 class TestDocsGenerate(BaseDocsGenerate):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project: Any) -> dict[str, Any]:
-        return _with_owners(base_expected_catalog(project, **_catalog_types()))
+    def expected_catalog(self, project: Any, dbt_profile_target: dict[str, Any]) -> dict[str, Any]:
+        expected = base_expected_catalog(project, **_catalog_types())
+        return _with_iceberg_metadata(expected, project, dbt_profile_target)
 
 
 class TestDocsGenReferences(BaseDocsGenReferences):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project: Any) -> dict[str, Any]:
-        return _with_owners(
-            expected_references_catalog(project, bigint_type="bigint", **_catalog_types())
-        )
+    def expected_catalog(self, project: Any, dbt_profile_target: dict[str, Any]) -> dict[str, Any]:
+        expected = expected_references_catalog(project, bigint_type="bigint", **_catalog_types())
+        return _with_iceberg_metadata(expected, project, dbt_profile_target)

@@ -5,6 +5,7 @@ icetime session profile's values. dbt's record tables and queries run through th
 translator (conftest.py); every hook, ordering and count check of dbt's suite is unchanged.
 """
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,45 @@ class TestPrePostSnapshotHooksInConfigKwargs(model_hooks.BasePrePostSnapshotHook
 
 class TestDuplicateHooksInConfigs(model_hooks.BaseDuplicateHooksInConfigs):
     pass
+
+
+def spark_hooks(config: dict[str, Any]) -> dict[str, Any]:
+    """dbt's hook config with Spark statements for Postgres ones: `vacuum` (Spark has none) is
+    `refresh table`, still run outside a transaction; `x::t` is `cast(x as t)`."""
+    text = json.dumps(config).replace("vacuum ", "refresh table ")
+    return dict(
+        json.loads(text.replace("null::{{ dbt.type_int() }}", "cast(null as {{ dbt.type_int() }})"))
+    )
+
+
+class TestPrePostModelHooks(SparkModelHookRecords, model_hooks.BasePrePostModelHooks):
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        return spark_hooks(
+            model_hooks.BasePrePostModelHooks.project_config_update.__wrapped__(self)
+        )  # type: ignore[attr-defined]
+
+
+class TestPrePostModelHooksUnderscores(
+    SparkModelHookRecords, model_hooks.TestPrePostModelHooksUnderscores
+):
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        base = model_hooks.TestPrePostModelHooksUnderscores.project_config_update
+        return spark_hooks(base.__wrapped__(self))  # type: ignore[attr-defined]
+
+
+class TestPrePostModelHooksOnSeeds(model_hooks.BasePrePostModelHooksOnSeeds):
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        base = model_hooks.BasePrePostModelHooksOnSeeds.project_config_update
+        return spark_hooks(base.__wrapped__(self))  # type: ignore[attr-defined]
+
+
+class TestPrePostModelHooksInConfigWithCount(
+    SparkModelHookRecords, model_hooks.BasePrePostModelHooksInConfigWithCount
+):
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        base = model_hooks.BasePrePostModelHooksInConfigWithCount.project_config_update
+        return spark_hooks(base.__wrapped__(self))  # type: ignore[attr-defined]

@@ -1,8 +1,12 @@
 """dbt unit tests (`dbt.tests.adapter.unit_testing`) on Spark + Iceberg."""
 
 import pytest
+from dbt.tests.adapter.unit_testing import test_quoted_reserved_word_column_names as reserved_words
 from dbt.tests.adapter.unit_testing.test_case_insensitivity import BaseUnitTestCaseInsensivity
 from dbt.tests.adapter.unit_testing.test_invalid_input import BaseUnitTestInvalidInput
+from dbt.tests.adapter.unit_testing.test_quoted_reserved_word_column_names import (
+    BaseUnitTestQuotedReservedWordColumnNames,
+)
 from dbt.tests.adapter.unit_testing.test_types import (
     BaseUnitTestingTypes,
     BaseUnitTestingVarcharFixtureNoTruncation,
@@ -41,3 +45,14 @@ class TestUnitTestCaseInsensitivity(BaseUnitTestCaseInsensivity):
 
 class TestUnitTestInvalidInput(BaseUnitTestInvalidInput):
     pass
+
+
+class TestUnitTestQuotedReservedWordColumnNames(BaseUnitTestQuotedReservedWordColumnNames):
+    # dbt's upstream model quotes the reserved word the Postgres way ("GROUP" is a string here).
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "my_model.sql": reserved_words.my_model_sql,
+            "my_upstream_model.sql": "select 1 as `GROUP`",
+            "unit_tests.yml": reserved_words.test_my_model_csv_fixtures_yml,
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from dbt.adapters.spark.column import SparkColumn
 
@@ -22,6 +23,7 @@ _BASE_TYPE = re.compile(r"^\s*([a-z_ ]+?)\s*(\(.*\))?\s*$")
 @dataclass
 class IcetimeColumn(SparkColumn):
     comment: str | None = None
+    table_comment: str | None = None
 
     def _base_type(self) -> str:
         match = _BASE_TYPE.match(self.dtype.lower())
@@ -39,6 +41,14 @@ class IcetimeColumn(SparkColumn):
     def is_float(self) -> bool:
         return self._base_type() in FLOAT_TYPES
 
+    @classmethod
+    def string_type(cls, size: int) -> str:
+        return "string"
+
+    def can_expand_to(self, other_column: Any) -> bool:
+        # A Spark string has no length to widen (dbt would alter it to `character varying(n)`).
+        return False
+
     def string_size(self) -> int:
         # Spark's `string` has no length; a varchar(n) of an Iceberg table is a string too.
         match = re.search(r"\((\d+)\)", self.dtype)
@@ -46,6 +56,18 @@ class IcetimeColumn(SparkColumn):
 
     def __repr__(self) -> str:
         return f"<IcetimeColumn {self.name} ({self.data_type})>"
+
+
+def described_table_comment(rows: list[tuple[str, str]]) -> str | None:
+    """The relation's comment in DESCRIBE EXTENDED's rows: the `Comment` line of its detailed
+    information (after the `# Detailed ...` heading, so that a column named Comment is not it)."""
+    details = False
+    for name, value in rows:
+        if name.startswith("# Detailed"):
+            details = True
+        elif details and name == "Comment":
+            return value or None
+    return None
 
 
 # How DESCRIBE names the type of an untyped `null`, which Iceberg cannot store.

@@ -15,12 +15,14 @@ from multiprocessing.context import SpawnContext
 from pathlib import Path
 from typing import Any
 
+from dbt.adapters.base.impl import ConstraintSupport
 from dbt.adapters.base.meta import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.spark.impl import SparkAdapter
-from dbt_common.clients.agate_helper import table_from_rows
+from dbt_common.clients.agate_helper import build_type_tester, table_from_rows
+from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
@@ -31,7 +33,7 @@ from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.clones.operations import CloneOperations
-from dbt.adapters.icetime.column import IcetimeColumn, typed_nulls
+from dbt.adapters.icetime.column import IcetimeColumn, described_table_comment, typed_nulls
 from dbt.adapters.icetime.config import (
     ICEBERG_FILE_FORMAT,
     IcetimeConfig,
@@ -55,6 +57,7 @@ from dbt.adapters.icetime.metadata import (
 )
 from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.metadata.resolve import ArchivedSnapshot
+from dbt.adapters.icetime.metadata.stats import TEXT_STATS, table_stats
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.builds import Builds, built_from
 from dbt.adapters.icetime.pins.reads import pinned_read
@@ -82,6 +85,12 @@ class IcetimeAdapter(SparkAdapter):
         }
     )
     Relation = IcetimeRelation  # type: ignore[assignment]
+    # NOT NULL and CHECK are enforced by a guard in the write (macros/adapters/constraints.sql).
+    CONSTRAINT_SUPPORT = {
+        **SparkAdapter.CONSTRAINT_SUPPORT,
+        ConstraintType.check: ConstraintSupport.ENFORCED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+    }
     Column = IcetimeColumn  # type: ignore[assignment]
     ConnectionManager = IcetimeConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = IcetimeConfig  # type: ignore[assignment]
@@ -154,14 +163,16 @@ class IcetimeAdapter(SparkAdapter):
         )
 
     def parse_describe_extended(self, relation: BaseRelation, raw_rows: Any) -> list[Any]:
-        """dbt-spark's columns of a DESCRIBE, as icetime's columns: with their comments."""
+        """dbt-spark's columns of a DESCRIBE, as icetime's: with their and the table's comments."""
         columns = super().parse_describe_extended(relation, raw_rows)
         described = "comment" in getattr(raw_rows, "column_names", ())
         comments = {row["col_name"]: row["comment"] for row in raw_rows} if described else {}
+        table_comment = described_table_comment([(row[0], row[1]) for row in raw_rows])
         return [
             IcetimeColumn(
                 **{f.name: getattr(column, f.name) for f in fields(column)},
                 comment=comments.get(column.column) or None,
+                table_comment=table_comment,
             )
             for column in columns
         ]
@@ -173,11 +184,15 @@ class IcetimeAdapter(SparkAdapter):
         return typed_nulls(sql, [(row[0], row[1]) for row in described])
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
+        # A table's snapshot, history and inputs, from its metadata (fails closed).
+        is_table = relation.type == RelationType.Table
+        stats = table_stats(self.table_metadata(relation)) if is_table else {}
         for column in self.get_columns_in_relation(relation):
             as_dict = column.to_column_dict()
             as_dict["column_name"] = as_dict.pop("column", None)
             as_dict["column_type"] = as_dict.pop("dtype")
             as_dict["column_comment"] = as_dict.pop("comment", None)
+            as_dict.update(stats)
             as_dict["table_database"] = relation.database
             # Catalog positions count from 1, as information_schema's ordinal_position does.
             as_dict["column_index"] = int(as_dict["column_index"]) + 1
@@ -185,6 +200,26 @@ class IcetimeAdapter(SparkAdapter):
                 # dbt-spark stringifies a missing owner; Iceberg views record none.
                 as_dict["table_owner"] = None
             yield as_dict
+
+    def _get_one_catalog(
+        self,
+        information_schema: Any,
+        schemas: set[str],
+        used_schemas: frozenset[tuple[str, str]],
+    ) -> Any:
+        """dbt-spark's catalog of one schema, with the stats icetime adds kept as text: a snapshot
+        id has 19 digits, which the float dbt would infer cannot hold."""
+        if len(schemas) != 1:
+            return super()._get_one_catalog(information_schema, schemas, used_schemas)
+        import agate
+
+        (schema,) = schemas
+        columns = [
+            column
+            for relation in self.list_relations(information_schema.database, schema)
+            for column in self._get_columns_for_catalog(relation)
+        ]
+        return agate.Table.from_object(columns, column_types=build_type_tester(TEXT_STATS))
 
     # -- around every model --------------------------------------------------------------------
 

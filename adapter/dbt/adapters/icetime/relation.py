@@ -36,6 +36,11 @@ class IcetimeRelation(SparkRelation):
             return self.path.get_lowered_part(field) == value.lower()
         return self.path.get_part(field) == value
 
+    def name_sql(self) -> str:
+        """The relation's name alone, for DDL: never a pinned read (VERSION AS OF) nor the
+        subquery an `--empty` run reads a ref through."""
+        return BaseRelation.render(self)
+
     def render(self) -> str:
         # dbt-spark refuses to render database and schema together; Iceberg wants both.
         path = BaseRelation.render(self)

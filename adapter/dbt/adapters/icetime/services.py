@@ -58,6 +58,11 @@ def compiling_only() -> bool:
     return getattr(run_flags(), "WHICH", None) in COMPILE_ONLY_COMMANDS
 
 
+def empty_run() -> bool:
+    """Whether the running dbt command has `--empty` (refs and sources read no rows)."""
+    return bool(getattr(run_flags(), "EMPTY", False))
+
+
 def run_selection() -> list[str]:
     """The unique ids the running dbt command selected (its ``selected_resources``)."""
     from dbt import selected_resources

@@ -309,6 +309,7 @@ class CdfRun:
             if not r.has_changes
         ]
         return {
+            "empty": False,
             "full": self.full,
             "reason": self.full_reason,
             "mode": self.mode,

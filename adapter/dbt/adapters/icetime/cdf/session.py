@@ -27,7 +27,7 @@ from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.state import write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.pins.session import PinSession
-from dbt.adapters.icetime.services import Services, compiling_only
+from dbt.adapters.icetime.services import Services, compiling_only, empty_run
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
@@ -64,6 +64,9 @@ class CdfSession:
         node_id = model["unique_id"]
         if config.mode == RECOMPUTE:
             raise errors.ConfigurationError(errors.CHANGES_WITH_RECOMPUTE.format(model=node_id))
+        if getattr(relation, "limit", None) == 0:
+            # `--empty`: the model's columns with no rows; no change is read (see prepare).
+            return placeholder_sql(str(relation))
         name = TableName.from_relation(relation)
         try:
             metadata = self._upstream_metadata(name, node_id)
@@ -95,6 +98,10 @@ class CdfSession:
     ) -> dict[str, Any]:
         """The run the materialization is about to make (see CdfRun.describe)."""
         config = cdf_config(model, caller="incremental_strategy 'cdf'")
+        if empty_run():
+            # `--empty` builds a missing target with no rows and moves no watermark: the next
+            # real run reads every change (a first run), and an existing target is left as is.
+            return {"empty": True, "mode": config.mode}
         run = self._run(model, config, full_refresh)
         if config.mode == RECOMPUTE:
             self._add_recompute_upstreams(run, model, graph, config)

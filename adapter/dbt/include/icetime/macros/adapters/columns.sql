@@ -13,20 +13,38 @@
 {% endmacro %}
 
 {% macro icetime__alter_relation_add_remove_columns(relation, add_columns, remove_columns) %}
-  {#- Iceberg drops columns as a metadata change (dbt-spark refuses to). -#}
+  {#- Iceberg drops columns as a metadata change (dbt-spark refuses to). The relation is named
+      alone: a ref in an --empty run or a pinned run renders as a read. -#}
   {% if add_columns %}
     {% call statement('icetime_add_columns') -%}
-      alter table {{ relation }} add columns (
-        {%- for column in add_columns %}{{ column.quoted }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
+      alter table {{ relation.name_sql() }} add columns (
+        {%- for column in add_columns %}{{ column.quoted }} {{ icetime__spark_type(column.data_type) }}{{ ', ' if not loop.last }}{% endfor -%}
       )
     {%- endcall %}
   {% endif %}
   {% for column in remove_columns or [] %}
     {% call statement('icetime_drop_column') -%}
-      alter table {{ relation }} drop column {{ column.quoted }}
+      alter table {{ relation.name_sql() }} drop column {{ column.quoted }}
     {%- endcall %}
   {% endfor %}
 {% endmacro %}
+
+{% macro icetime__alter_column_type(relation, column_name, new_column_type) -%}
+  {#- Iceberg changes a column's type in place (widening only); the relation is named alone. -#}
+  {% call statement('alter_column_type') %}
+    alter table {{ relation.name_sql() }} alter column {{ adapter.quote(column_name) }} type {{ icetime__spark_type(new_column_type) }}
+  {% endcall %}
+{%- endmacro %}
+
+{% macro icetime__spark_type(data_type) -%}
+  {#- Postgres' unbounded strings (varchar, character varying, text), which dbt's cross-database
+      code writes, are Spark's string: Spark requires a length for varchar. -#}
+  {%- if data_type | lower | trim in ['varchar', 'character varying', 'text'] -%}
+    string
+  {%- else -%}
+    {{ data_type }}
+  {%- endif -%}
+{%- endmacro %}
 
 {% macro icetime__get_columns_in_relation(relation) -%}
   {#- The relation's columns, parsed (dbt-spark returns DESCRIBE's raw rows, whose partition and

@@ -80,9 +80,14 @@
 
 {% macro icetime__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {#- dbt-spark's table, over a select whose untyped `null` columns are cast to string (see
-      create_view_as). -#}
-  {%- if language == 'sql' and not temporary -%}
-    {%- set compiled_code = adapter.icetime_typed_select(compiled_code) -%}
+      create_view_as) and, for a contract-enforced model, that fails on a row breaking a NOT NULL
+      or CHECK constraint (constraints.sql). A temporary view (an incremental run's new rows)
+      is guarded too: the MERGE or INSERT reading it fails before it commits. -#}
+  {%- if language == 'sql' -%}
+    {%- set compiled_code = icetime__guarded_select(compiled_code) -%}
+    {%- if not temporary -%}
+      {%- set compiled_code = adapter.icetime_typed_select(compiled_code) -%}
+    {%- endif -%}
   {%- endif -%}
   {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
 {%- endmacro %}

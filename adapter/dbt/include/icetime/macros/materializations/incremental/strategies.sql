@@ -43,12 +43,31 @@
 {% endmacro %}
 
 {% macro icetime__get_incremental_microbatch_sql(arg_dict) %}
-  {%- if not config.get('partition_by') -%}
-    {% do exceptions.raise_compiler_error(
-      "The 'microbatch' incremental strategy needs a partition_by config of grain "
-      ~ config.get('batch_size') ~ "; got none.") %}
+  {#- A batch replaces its event-time window. Partitioned by the batch's grain: the partitions it
+      writes are overwritten (dbt-spark's way). Otherwise one atomic MERGE that matches nothing:
+      the batch's rows are inserted, and the target's rows in the window that the batch does not
+      bring are deleted (WHEN NOT MATCHED BY SOURCE), so a re-run batch never doubles. -#}
+  {%- if config.get('partition_by') -%}
+    {{ icetime__get_incremental_insert_overwrite_sql(arg_dict) }}
+  {%- else -%}
+    {%- set target = arg_dict['target_relation'] -%}
+    {%- set event_time = adapter.icetime_quote_identifier(config.get('event_time')) -%}
+    {%- set window = ['true'] -%}
+    {%- if model.batch and model.batch.event_time_start -%}
+      {%- do window.append('DBT_INTERNAL_DEST.' ~ event_time ~ " >= timestamp'" ~ model.batch.event_time_start ~ "'") -%}
+    {%- endif -%}
+    {%- if model.batch and model.batch.event_time_end -%}
+      {%- do window.append('DBT_INTERNAL_DEST.' ~ event_time ~ " < timestamp'" ~ model.batch.event_time_end ~ "'") -%}
+    {%- endif -%}
+    {%- for predicate in arg_dict['incremental_predicates'] or [] -%}
+      {%- do window.append('(' ~ predicate ~ ')') -%}
+    {%- endfor -%}
+    merge into {{ target }} as DBT_INTERNAL_DEST
+    using {{ arg_dict['temp_relation'] }} as DBT_INTERNAL_SOURCE
+    on false
+    when not matched then insert *
+    when not matched by source and {{ window | join(' and ') }} then delete
   {%- endif -%}
-  {{ icetime__get_incremental_insert_overwrite_sql(arg_dict) }}
 {% endmacro %}
 
 {% macro icetime__get_incremental_delete_insert_sql(arg_dict) %}

@@ -244,3 +244,83 @@ def test_delete_insert_needs_a_unique_key() -> None:
                 "incremental_predicates": None,
             }
         )
+
+
+UTILS = MACROS / "utils" / "listagg.sql"
+CONSTRAINTS = MACROS / "adapters" / "constraints.sql"
+
+
+def test_listagg_sorts_by_every_key_with_its_direction_and_nulls_last_ascending() -> None:
+    macros = Macros([UTILS], {"exceptions": None})
+    sql = flat(macros.icetime__listagg("name", "', '", "order by coalesce(a, b) desc, c", 3))
+    assert sql.startswith(
+        "array_join(slice(transform(array_sort(collect_list(struct((coalesce(a, b)) as k0, "
+        "(c) as k1, (name) as v)),"
+    )
+    # The first key descending (nulls first), then the second ascending (nulls last).
+    assert (
+        "case when l.k0 is null and r.k0 is null then case when l.k1 is null and r.k1 is null "
+        "then 0 when l.k1 is null then 1 when r.k1 is null then -1 when l.k1 < r.k1 then -1 "
+        "when l.k1 > r.k1 then 1 else 0 end when l.k0 is null then -1 when r.k0 is null then 1 "
+        "when l.k0 < r.k0 then 1 when l.k0 > r.k0 then -1" in sql
+    )
+    assert sql.endswith("x -> x.v), 1, 3), ', ')")
+
+
+def test_listagg_without_order_is_a_plain_collect() -> None:
+    macros = Macros([UTILS], {"exceptions": None})
+    assert flat(macros.icetime__listagg("DISTINCT s", "','", None, None)) == (
+        "array_join(collect_list(DISTINCT s), ',')"
+    )
+
+
+class Contract:
+    def __init__(self, enforced: bool) -> None:
+        self.enforced = enforced
+
+
+def test_contract_guard_checks_not_null_and_check_constraints_in_the_select_list() -> None:
+    model = {
+        "name": "m",
+        "columns": {
+            "id": {
+                "constraints": [{"type": "not_null"}, {"type": "check", "expression": "id > 0"}]
+            },
+            "from": {"quote": True, "constraints": [{"type": "primary_key"}]},
+        },
+        "constraints": [{"type": "not_null", "columns": ["from"]}],
+    }
+    context = {
+        "model": model,
+        "config": {"contract": Contract(enforced=True)},
+        "adapter": type(
+            "A",
+            (),
+            {
+                "quote": staticmethod(quote_identifier),
+                "icetime_quote_string": staticmethod(lambda v: "'" + v + "'"),
+            },
+        )(),
+        "get_assert_columns_equivalent": lambda sql: "",
+    }
+    sql = flat(Macros([CONSTRAINTS], context).icetime__guarded_select("select 1 as id"))
+    assert sql == flat(
+        """
+        select
+          case when (id is not null) is false then raise_error('NOT NULL constraint failed: column id')
+            when (id > 0) is false then raise_error('CHECK constraint failed: id > 0')
+            when (`from` is not null) is false
+              then raise_error('NOT NULL constraint failed: column from')
+            else id end as id,
+          `from`
+        from (
+        select 1 as id
+        ) as icetime_guarded
+        """
+    )
+
+
+def test_no_guard_without_an_enforced_contract() -> None:
+    model = {"name": "m", "columns": {"id": {"constraints": [{"type": "not_null"}]}}}
+    context = {"model": model, "config": {"contract": Contract(enforced=False)}}
+    assert Macros([CONSTRAINTS], context).icetime__guarded_select("select 1") == "select 1"

@@ -22,7 +22,8 @@
   {%- for constraint in model.get('constraints', []) -%}
     {%- if constraint.type == 'not_null' -%}
       {%- for name in constraint.columns -%}
-        {%- do guards.append((name ~ ' is not null', 'NOT NULL constraint failed: column ' ~ name)) -%}
+        {%- set quoted = adapter.quote(name) if (model.columns or {}).get(name, {}).get('quote') else name -%}
+        {%- do guards.append((quoted ~ ' is not null', 'NOT NULL constraint failed: column ' ~ name)) -%}
       {%- endfor -%}
     {%- elif constraint.type == 'check' and constraint.expression -%}
       {%- do guards.append((constraint.expression, 'CHECK constraint failed: ' ~ constraint.expression)) -%}

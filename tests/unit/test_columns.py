@@ -1,0 +1,76 @@
+"""Columns of Spark + Iceberg relations: dbt's type checks, untyped nulls, comments, and the
+catalog stats of a table (pure logic; the functional suites run them on Spark)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from dbt.adapters.icetime.column import IcetimeColumn, described_table_comment, typed_nulls
+from dbt.adapters.icetime.metadata.stats import table_stats
+from tests.support import synthetic_table
+
+
+@pytest.mark.parametrize(
+    ("dtype", "checks"),
+    [
+        ("string", {"string"}),
+        ("varchar(20)", {"string"}),
+        ("int", {"integer", "number"}),
+        ("bigint", {"integer", "number"}),
+        ("decimal(10,2)", {"numeric", "number"}),
+        ("double", {"float", "number"}),
+        ("timestamp", set()),
+        ("array<int>", set()),
+    ],
+)
+def test_type_checks_know_spark_names(dtype: str, checks: set[str]) -> None:
+    column = IcetimeColumn(column="c", dtype=dtype)
+    found = {
+        name
+        for name, check in (
+            ("string", column.is_string),
+            ("integer", column.is_integer),
+            ("numeric", column.is_numeric),
+            ("float", column.is_float),
+            ("number", column.is_number),
+        )
+        if check()
+    }
+    assert found == checks
+
+
+def test_strings_are_never_expanded() -> None:
+    # dbt would alter a string it thinks too short to `character varying(n)`; Spark has none.
+    short, long = IcetimeColumn(column="c", dtype="varchar(5)"), IcetimeColumn("c", "string")
+    assert not short.can_expand_to(long)
+    assert IcetimeColumn.string_type(300) == "string"
+    assert short.string_size() == 5
+
+
+def test_untyped_nulls_are_cast_to_string_and_others_left() -> None:
+    assert typed_nulls("select 1 as a", [("a", "int")]) == "select 1 as a"
+    assert typed_nulls("select 1 as a, null as `b c`", [("a", "int"), ("b c", "void")]) == (
+        "select `a`, cast(null as string) as `b c` from (\nselect 1 as a, null as `b c`\n)"
+        " as icetime_typed"
+    )
+
+
+def test_the_table_comment_is_the_detailed_information_one() -> None:
+    rows = [("Comment", "int"), ("", ""), ("# Detailed Table Information", ""), ("Comment", "T")]
+    assert described_table_comment(rows) == "T"
+    assert described_table_comment(rows[:2]) is None
+
+
+def test_catalog_stats_of_a_table() -> None:
+    table = synthetic_table([(1, 1000), (2, 2000), (3, 3000)])
+    stats = table_stats(table)
+    assert stats["stats:snapshot_id:value"] == "3"
+    assert stats["stats:snapshot_count:value"] == 3
+    assert "stats:built_from:value" not in stats
+
+    built = json.dumps({"inputs": {"icetime.raw.b": 7, "icetime.raw.a": 5}, "invocation_id": "x"})
+    recorded = replace(table, properties={"icetime.built_from": built})
+    assert table_stats(recorded)["stats:built_from:value"] == "icetime.raw.a@5, icetime.raw.b@7"

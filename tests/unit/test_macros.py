@@ -307,7 +307,8 @@ def test_contract_guard_checks_not_null_and_check_constraints_in_the_select_list
     assert sql == flat(
         """
         select
-          case when (id is not null) is false then raise_error('NOT NULL constraint failed: column id')
+          case when (id is not null) is false
+              then raise_error('NOT NULL constraint failed: column id')
             when (id > 0) is false then raise_error('CHECK constraint failed: id > 0')
             when (`from` is not null) is false
               then raise_error('NOT NULL constraint failed: column from')

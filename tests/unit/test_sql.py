@@ -31,3 +31,17 @@ def test_sql_literal(value: object, expected: str) -> None:
 
 def test_quote_identifier_doubles_backticks() -> None:
     assert quote_identifier("we`ird") == "`we``ird`"
+
+
+def test_statements_split_at_top_level_semicolons_only() -> None:
+    from dbt.adapters.icetime.sql import split_statements
+
+    assert split_statements("select 1;") == ["select 1;"]  # one statement: as it was
+    assert split_statements("/* c */ set a = b;\nselect 'x;y' as `a;b` -- c;d\n") == [
+        "/* c */ set a = b",
+        "select 'x;y' as `a;b` -- c;d",
+    ]
+    assert split_statements("select 'it\\'s;' ; /* ; */ select \"q;\";\n-- end\n") == [
+        "select 'it\\'s;'",
+        '/* ; */ select "q;"',
+    ]

@@ -168,21 +168,34 @@ class TestIncrementalConstraintsRollback(BaseIncrementalConstraintsRollback):
         return NULL_ID_MESSAGES
 
 
-# dbt's model sets its header with a second statement (`set session time zone ...;`) in the same
-# request as its select, and reads it back with Postgres' current_setting().
-SQL_HEADER_LIMIT = (
-    "Spark SQL runs one statement per request: a sql_header statement cannot precede the select"
-)
+# dbt's header sets the session time zone and the model reads it back with Postgres'
+# current_setting(). In Spark SQL: the header creates a temporary view the select reads, so the
+# model (and its contract check) cannot work without the header having run first.
+SQL_HEADER_MODEL = """
+{{{{ config(materialized="{materialized}", on_schema_change="append_new_columns") }}}}
+{{% call set_sql_header(config) %}}
+create or replace temporary view icetime_header_zone as select 'Asia/Kolkata' as zone;
+{{%- endcall %}}
+select zone as column_name from icetime_header_zone
+"""
 
 
-@pytest.mark.skip(reason=SQL_HEADER_LIMIT)
 class TestTableContractSqlHeader(BaseTableContractSqlHeader):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "my_model_contract_sql_header.sql": SQL_HEADER_MODEL.format(materialized="table"),
+            "constraints_schema.yml": spark_types(fixtures.model_contract_header_schema_yml),
+        }
 
 
-@pytest.mark.skip(reason=SQL_HEADER_LIMIT)
 class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "my_model_contract_sql_header.sql": SQL_HEADER_MODEL.format(materialized="incremental"),
+            "constraints_schema.yml": spark_types(fixtures.model_contract_header_schema_yml),
+        }
 
 
 class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):

@@ -20,7 +20,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import split_statements, sql_literal
 
 logger = AdapterLogger("icetime")
 
@@ -123,6 +123,26 @@ class IcetimeConnectionManager(SparkConnectionManager):
             from dbt_common.clients.agate_helper import table_from_data_flat
 
             return table_from_data_flat([], [col[0] for col in cursor.description or []])
+
+    def add_query(
+        self,
+        sql: str,
+        auto_begin: bool = True,
+        bindings: Any = None,
+        abridge_sql_log: bool = False,
+        retryable_exceptions: tuple[type[Exception], ...] = (),
+        retry_limit: int = 1,
+    ) -> tuple[Connection, Any]:
+        """dbt's, one statement at a time: Spark runs one statement per request, and a model's
+        sql_header (or a hook) may hold several. The last statement's result is the answer."""
+        *leading, last = split_statements(sql)
+        for statement in leading:
+            super().add_query(
+                statement, auto_begin, None, abridge_sql_log, retryable_exceptions, retry_limit
+            )
+        return super().add_query(  # type: ignore[no-any-return]
+            last, auto_begin, bindings, abridge_sql_log, retryable_exceptions, retry_limit
+        )
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:

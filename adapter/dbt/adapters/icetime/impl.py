@@ -178,9 +178,11 @@ class IcetimeAdapter(SparkAdapter):
         ]
 
     @available
-    def icetime_typed_select(self, sql: str) -> str:
-        """The select with its untyped-null columns cast to string (Iceberg has no void type)."""
-        _, described = self.execute(f"describe query {sql}", fetch=True)
+    def icetime_typed_select(self, sql: str, sql_header: str | None = None) -> str:
+        """The select with its untyped-null columns cast to string (Iceberg has no void type).
+        The model's sql_header runs first: the select may read what it sets up."""
+        header = f"{sql_header};\n" if sql_header else ""
+        _, described = self.execute(f"{header}describe query {sql}", fetch=True)
         return typed_nulls(sql, [(row[0], row[1]) for row in described])
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:

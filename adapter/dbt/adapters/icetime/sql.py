@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from typing import Any
 
 
@@ -32,3 +33,40 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, dt.date):
         return "date'" + value.isoformat() + "'"
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of ``sql``, split at top-level semicolons: Spark runs one statement per
+    request, and a model's ``sql_header`` or a hook may hold several. Semicolons inside string
+    literals, quoted identifiers and comments do not split; pieces with no code are dropped.
+    Text with at most one statement comes back whole, as it was."""
+    pieces: list[str] = []
+    start = i = 0
+    quote: str | None = None
+    while i < len(sql):
+        char = sql[i]
+        if quote is not None:
+            if char == "\\" and quote != "`":
+                i += 1  # Spark string literals escape with backslash
+            elif char == quote:
+                quote = None
+        elif char in "'\"`":
+            quote = char
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = len(sql) if end < 0 else end + 1
+        elif char == ";":
+            pieces.append(sql[start:i])
+            start = i + 1
+        i += 1
+    pieces.append(sql[start:])
+    statements = [piece.strip() for piece in pieces if _has_code(piece)]
+    return statements if len(statements) > 1 else [sql]
+
+
+def _has_code(piece: str) -> bool:
+    without_comments = re.sub(r"/\*.*?\*/|--[^\n]*", "", piece, flags=re.S)
+    return bool(without_comments.strip())

@@ -73,9 +73,12 @@
 {%- endmacro %}
 
 {% macro icetime__create_view_as(relation, sql) -%}
-  {#- dbt-spark's view, over a select whose untyped `null` columns are cast to string: an Iceberg
-      view cannot hold Spark's void type. -#}
-  {{ spark__create_view_as(relation, adapter.icetime_typed_select(sql)) }}
+  {#- dbt-spark's view, over a select whose untyped `null` columns are cast to string (an Iceberg
+      view cannot hold Spark's void type), after the model's sql_header (dbt-spark drops it;
+      the connection runs each of its statements). -#}
+  {%- set sql_header = config.get('sql_header', none) -%}
+  {{ sql_header if sql_header is not none }}
+  {{ spark__create_view_as(relation, adapter.icetime_typed_select(sql, sql_header)) }}
 {%- endmacro %}
 
 {% macro icetime__create_table_as(temporary, relation, compiled_code, language='sql') -%}
@@ -83,11 +86,13 @@
       create_view_as) and, for a contract-enforced model, that fails on a row breaking a NOT NULL
       or CHECK constraint (constraints.sql). A temporary view (an incremental run's new rows)
       is guarded too: the MERGE or INSERT reading it fails before it commits. -#}
+  {%- set sql_header = config.get('sql_header', none) if language == 'sql' else none -%}
   {%- if language == 'sql' -%}
     {%- set compiled_code = icetime__guarded_select(compiled_code) -%}
     {%- if not temporary -%}
-      {%- set compiled_code = adapter.icetime_typed_select(compiled_code) -%}
+      {%- set compiled_code = adapter.icetime_typed_select(compiled_code, sql_header) -%}
     {%- endif -%}
   {%- endif -%}
+  {{ sql_header if sql_header is not none }}
   {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
 {%- endmacro %}

@@ -133,7 +133,8 @@ def deployment(
 
 def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:
     for build in ("first build", "second build"):
-        assert "PASS=25 WARN=0 ERROR=0" in deployment.outputs[build], build
+        # 25 models, seeds and data tests, and the unit test of a CDF model's logic.
+        assert "PASS=26 WARN=0 ERROR=0" in deployment.outputs[build], build
     assert deployment.count("raw.objects") == 120
     assert deployment.count("analytics.registry") == 120
 
@@ -156,6 +157,19 @@ def test_cdf_models_apply_only_the_changes_and_equal_a_rebuild(deployment: Deplo
     for model in models:
         assert f"icetime.analytics.{model}: no changes in icetime.raw.objects" in output
         assert deployment.current(f"analytics.{model}") == before[model], model
+
+
+def test_docs_generate_shows_each_tables_snapshot_and_inputs(deployment: Deployment) -> None:
+    deployment.dbt("docs", "generate")
+    catalog = json.loads((deployment.project / "target" / "catalog.json").read_text())
+    stats = catalog["nodes"]["model.icetime_integration_tests.active_objects"]["stats"]
+    assert stats["snapshot_id"]["value"] == str(deployment.current("analytics.active_objects"))
+    assert stats["snapshot_count"]["value"] >= 2
+    watermark = deployment.current("raw.objects")
+    assert stats["built_from"]["value"] == f"icetime.raw.objects@{watermark}"
+    # A view has no snapshot.
+    view = catalog["nodes"]["model.icetime_integration_tests.stg_objects"]
+    assert "snapshot_id" not in view["stats"]
 
 
 def test_pinned_replay_reads_the_inputs_as_they_were(deployment: Deployment) -> None:

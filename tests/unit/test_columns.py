@@ -8,7 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from dbt.adapters.icetime.column import IcetimeColumn, described_table_comment, typed_nulls
+from dbt.adapters.icetime.column import (
+    IcetimeColumn,
+    described_table_comment,
+    may_select_untyped_null,
+    typed_nulls,
+)
 from dbt.adapters.icetime.metadata.stats import table_stats
 from tests.support import synthetic_table
 
@@ -48,6 +53,12 @@ def test_strings_are_never_expanded() -> None:
     assert not short.can_expand_to(long)
     assert IcetimeColumn.string_type(300) == "string"
     assert short.string_size() == 5
+
+
+def test_only_a_select_saying_null_is_described() -> None:
+    assert not may_select_untyped_null("select id, nullable_flag from t")
+    assert may_select_untyped_null("select id, NULL as c from t")
+    assert may_select_untyped_null("select id from t where x is not null")
 
 
 def test_untyped_nulls_are_cast_to_string_and_others_left() -> None:

@@ -73,6 +73,14 @@ def described_table_comment(rows: list[tuple[str, str]]) -> str | None:
 # How DESCRIBE names the type of an untyped `null`, which Iceberg cannot store.
 VOID_TYPES = ("void", "null")
 
+# Only a select that says `null` somewhere can have an untyped-null column.
+_NULL_WORD = re.compile(r"\bnull\b", re.IGNORECASE)
+
+
+def may_select_untyped_null(sql: str) -> bool:
+    """Whether ``sql`` could have a void column (so that describing it is worth a statement)."""
+    return bool(_NULL_WORD.search(sql))
+
 
 def typed_nulls(sql: str, columns: list[tuple[str, str]]) -> str:
     """The select with each untyped-null column cast to string (as Postgres types a bare

@@ -33,7 +33,12 @@ from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.clones.operations import CloneOperations
-from dbt.adapters.icetime.column import IcetimeColumn, described_table_comment, typed_nulls
+from dbt.adapters.icetime.column import (
+    IcetimeColumn,
+    described_table_comment,
+    may_select_untyped_null,
+    typed_nulls,
+)
 from dbt.adapters.icetime.config import (
     ICEBERG_FILE_FORMAT,
     IcetimeConfig,
@@ -181,6 +186,8 @@ class IcetimeAdapter(SparkAdapter):
     def icetime_typed_select(self, sql: str, sql_header: str | None = None) -> str:
         """The select with its untyped-null columns cast to string (Iceberg has no void type).
         The model's sql_header runs first: the select may read what it sets up."""
+        if not may_select_untyped_null(sql):
+            return sql  # no statement for the common case
         header = f"{sql_header};\n" if sql_header else ""
         _, described = self.execute(f"{header}describe query {sql}", fetch=True)
         return typed_nulls(sql, [(row[0], row[1]) for row in described])

@@ -239,6 +239,16 @@ def install_package(project: Any) -> None:
         (packages / "icetime").symlink_to(ROOT, target_is_directory=True)
 
 
+def inherited_fixture(instance: Any, owner: type, name: str) -> Any:
+    """Fixture ``name`` as the classes after ``owner`` in ``instance``'s class define it: how a
+    mixin adapts dbt's own fixture (to Spark SQL, say) instead of copying it."""
+    mro = type(instance).__mro__
+    for base in mro[mro.index(owner) + 1 :]:
+        if name in vars(base):
+            return vars(base)[name].__wrapped__(instance)
+    raise AttributeError(f"no class after {owner.__name__} defines the fixture {name!r}")
+
+
 class PackageProject:
     @pytest.fixture(scope="class")
     def packages(self) -> dict[str, Any]:

@@ -12,7 +12,9 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from tests.support import (
+    COW,
     PackageProject,
+    create_orders,
     drop_environments,
     install_package,
     properties,
@@ -33,7 +35,17 @@ where _change_type != 'update_before'
 PINNED_COPY = "{{ config(materialized='table') }}\nselect * from {{ source('raw', 'orders') }}"
 
 
-class TestEmptyRuns(PackageProject):
+class Orders(PackageProject):
+    """The icetime package, and an `orders` upstream with ``rows`` open orders (ids from 0)."""
+
+    rows = 2
+
+    @pytest.fixture(scope="class", autouse=True)
+    def orders(self, project: Any) -> None:
+        create_orders(project, COW, self.rows)
+
+
+class TestEmptyRuns(Orders):
     """`dbt run --empty` builds every model's schema with no rows, and moves nothing: a CDF
     model's watermark stays unset, so the next real run reads every change."""
 
@@ -45,12 +57,6 @@ class TestEmptyRuns(PackageProject):
             "pinned_copy.sql": PINNED_COPY,
         }
 
-    @pytest.fixture(scope="class", autouse=True)
-    def orders(self, project: Any) -> None:
-        install_package(project)
-        sql(project, "create table {s}.orders (order_id bigint, status string, amount int)")
-        sql(project, "insert into {s}.orders values (1, 'open', 10), (2, 'open', 20)")
-
     def test_cdf_model_under_empty(self, project: Any) -> None:
         run_dbt(["run", "--empty", "-s", "latest"])
         assert rows(project, "select * from {s}.latest") == []
@@ -60,8 +66,8 @@ class TestEmptyRuns(PackageProject):
         # The next run is a first run: every row, and the same columns a first run makes.
         run_dbt(["run", "-s", "latest"])
         assert rows(project, "select order_id, status from {s}.latest") == [
+            (0, "open"),
             (1, "open"),
-            (2, "open"),
         ]
         assert sql(project, "describe {s}.latest", "all") == empty_columns
         watermark = property_of(project, "latest", "icetime.cdf.state")
@@ -81,7 +87,7 @@ class TestEmptyRuns(PackageProject):
         assert rows(project, "select * from {s}.pinned_copy") == []
 
         run_dbt(["run", "-s", "pinned_copy", "--vars", pin])
-        assert [r[0] for r in rows(project, "select order_id from {s}.pinned_copy")] == [1, 2]
+        assert [r[0] for r in rows(project, "select order_id from {s}.pinned_copy")] == [0, 1]
 
 
 UNIT_TEST = """
@@ -104,18 +110,15 @@ unit_tests:
 """
 
 
-class TestUnitTestOfCdfModel(PackageProject):
+class TestUnitTestOfCdfModel(Orders):
+    rows = 0
+
     """In a dbt unit test, the given rows of the upstream are the change rows `icetime.changes()`
     returns: the model's logic is tested without a real change feed."""
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         return {"sources.yml": raw_sources("orders"), "latest.sql": CDF_LATEST, "ut.yml": UNIT_TEST}
-
-    @pytest.fixture(scope="class", autouse=True)
-    def orders(self, project: Any) -> None:
-        install_package(project)
-        sql(project, "create table {s}.orders (order_id bigint, status string, amount int)")
 
     def test_unit_test_passes(self, project: Any) -> None:
         results = run_dbt(["test", "-s", "latest"])
@@ -179,7 +182,7 @@ class TestMicrobatchOverPinnedSource(PackageProject):
         assert [r[0] for r in rows(project, "select id from {s}.daily")] == [1, 2, 3, 4]
 
 
-class TestShowOfCdfModel(PackageProject):
+class TestShowOfCdfModel(Orders):
     """`dbt show` previews a CDF model: its select over the upstream's change rows (every row, as
     inserts, before the model's first run), without writing anything."""
 
@@ -187,17 +190,11 @@ class TestShowOfCdfModel(PackageProject):
     def models(self) -> dict[str, str]:
         return {"sources.yml": raw_sources("orders"), "latest.sql": CDF_LATEST}
 
-    @pytest.fixture(scope="class", autouse=True)
-    def orders(self, project: Any) -> None:
-        install_package(project)
-        sql(project, "create table {s}.orders (order_id bigint, status string, amount int)")
-        sql(project, "insert into {s}.orders values (1, 'open', 10), (2, 'open', 20)")
-
     def test_show(self, project: Any) -> None:
         before = snapshots(project, "orders")
         _, output = run_dbt_and_capture(["show", "-s", "latest", "--output", "json"])
         shown = json.loads(output[output.index("{") : output.rindex("}") + 1])
-        assert sorted(r["order_id"] for r in shown["show"]) == [1, 2]
+        assert sorted(r["order_id"] for r in shown["show"]) == [0, 1]
         assert {r["_change_type"] for r in shown["show"]} == {"insert"}
         assert snapshots(project, "orders") == before
         assert not sql(project, "show tables in {s} like 'latest'", "all")

@@ -274,12 +274,19 @@ def test_listagg_without_order_is_a_plain_collect() -> None:
     )
 
 
-class Contract:
-    def __init__(self, enforced: bool) -> None:
-        self.enforced = enforced
+def contract_macros(model: dict[str, Any]) -> Macros:
+    adapter = type(
+        "A",
+        (),
+        {
+            "quote": staticmethod(quote_identifier),
+            "icetime_quote_string": staticmethod(lambda v: "'" + v + "'"),
+        },
+    )()
+    return Macros([CONSTRAINTS], {"model": model, "adapter": adapter})
 
 
-def test_contract_guard_checks_not_null_and_check_constraints_in_the_select_list() -> None:
+def test_contract_select_checks_not_null_and_check_constraints_in_its_select_list() -> None:
     model = {
         "name": "m",
         "columns": {
@@ -290,38 +297,25 @@ def test_contract_guard_checks_not_null_and_check_constraints_in_the_select_list
         },
         "constraints": [{"type": "not_null", "columns": ["from"]}],
     }
-    context = {
-        "model": model,
-        "config": {"contract": Contract(enforced=True)},
-        "adapter": type(
-            "A",
-            (),
-            {
-                "quote": staticmethod(quote_identifier),
-                "icetime_quote_string": staticmethod(lambda v: "'" + v + "'"),
-            },
-        )(),
-        "get_assert_columns_equivalent": lambda sql: "",
-    }
-    sql = flat(Macros([CONSTRAINTS], context).icetime__guarded_select("select 1 as id"))
+    sql = flat(contract_macros(model).icetime__get_select_subquery("select 1 as id"))
     assert sql == flat(
         """
         select
           case when (id is not null) is false
               then raise_error('NOT NULL constraint failed: column id')
-            when (id > 0) is false then raise_error('CHECK constraint failed: id > 0')
             when (`from` is not null) is false
               then raise_error('NOT NULL constraint failed: column from')
+            when (id > 0) is false then raise_error('CHECK constraint failed: id > 0')
             else id end as id,
           `from`
         from (
         select 1 as id
-        ) as icetime_guarded
+        ) as model_subq
         """
     )
 
 
-def test_no_guard_without_an_enforced_contract() -> None:
-    model = {"name": "m", "columns": {"id": {"constraints": [{"type": "not_null"}]}}}
-    context = {"model": model, "config": {"contract": Contract(enforced=False)}}
-    assert Macros([CONSTRAINTS], context).icetime__guarded_select("select 1") == "select 1"
+def test_contract_select_without_constraints_is_dbts() -> None:
+    model = {"name": "m", "columns": {"id": {}, "name": {"constraints": [{"type": "unique"}]}}}
+    sql = flat(contract_macros(model).icetime__get_select_subquery("select 1"))
+    assert sql == "select id, name from ( select 1 ) as model_subq"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from dbt.adapters.icetime.sql import statements
+
 # Postgres type names that Spark spells differently.
 TYPES = (
     (re.compile(r"\btimestamp\s+without\s+time\s+zone\b", re.I), "timestamp"),
@@ -25,15 +27,6 @@ TYPES = (
 CAST = re.compile(r"('(?:[^']|'')*'|[\w.]+)::(\w+(?:\s*\(\s*\d+(?:\s*,\s*\d+)?\s*\))?)")
 
 
-def _split_code_and_strings(sql: str) -> list[tuple[bool, str]]:
-    """The text in pieces, each marked as a single-quoted string literal or not."""
-    pieces: list[tuple[bool, str]] = []
-    for i, part in enumerate(re.split(r"('(?:[^']|'')*')", sql)):
-        if part:
-            pieces.append((i % 2 == 1, part))
-    return pieces
-
-
 def _rewrite_code(code: str) -> str:
     code = re.sub(r'"([^"]+)"', lambda m: "`" + m.group(1).replace("`", "``") + "`", code)
     for pattern, spark in TYPES:
@@ -41,25 +34,13 @@ def _rewrite_code(code: str) -> str:
     return code
 
 
+def _rewrite(statement: str) -> str:
+    """One statement's casts, type names and quoted identifiers, outside string literals."""
+    pieces = re.split(r"('(?:[^']|'')*')", CAST.sub(r"cast(\1 as \2)", statement))
+    return "".join(piece if i % 2 else _rewrite_code(piece) for i, piece in enumerate(pieces))
+
+
 def spark_statements(sql: str) -> list[str]:
-    """Postgres fixture SQL as Spark statements: split at top-level `;`, casts and type names
-    and quoted identifiers rewritten outside string literals."""
-    sql = CAST.sub(r"cast(\1 as \2)", sql)
-    statements, current = [], []
-    for is_string, piece in _split_code_and_strings(sql):
-        if is_string:
-            current.append(piece)
-            continue
-        parts = _rewrite_code(piece).split(";")
-        for part in parts[:-1]:
-            current.append(part)
-            statements.append("".join(current))
-            current = []
-        current.append(parts[-1])
-    statements.append("".join(current))
-    return [s for s in (statement.strip() for statement in statements) if _has_code(s)]
-
-
-def _has_code(statement: str) -> bool:
-    without_comments = re.sub(r"--[^\n]*", "", statement)
-    return bool(without_comments.strip())
+    """Postgres fixture SQL as Spark statements: split as icetime's connection splits a request
+    (at top-level `;`), then casts, type names and quoted identifiers rewritten."""
+    return [_rewrite(statement) for statement in statements(sql)]

@@ -23,10 +23,24 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseViewConstraintsColumnsEqual,
 )
 
+from tests.support import inherited_fixture
+
 
 def spark_types(schema_yml: str) -> str:
     """dbt's contract YAML with Spark's type names (Postgres' `text` is Spark's `string`)."""
     return schema_yml.replace("data_type: text", "data_type: string")
+
+
+class SparkTypeNames:
+    """dbt's models, their contract YAML in Spark's type names."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        models = inherited_fixture(self, SparkTypeNames, "models")
+        return {
+            name: spark_types(text) if name.endswith(".yml") else text
+            for name, text in models.items()
+        }
 
 
 class SparkDataTypes:
@@ -54,50 +68,22 @@ class SparkDataTypes:
         ]
 
 
-class TestTableConstraintsColumnsEqual(SparkDataTypes, BaseTableConstraintsColumnsEqual):
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model_wrong_order.sql": fixtures.my_model_wrong_order_sql,
-            "my_model_wrong_name.sql": fixtures.my_model_wrong_name_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
-        }
+class TestTableConstraintsColumnsEqual(
+    SparkDataTypes, SparkTypeNames, BaseTableConstraintsColumnsEqual
+):
+    pass
 
 
-class TestViewConstraintsColumnsEqual(SparkDataTypes, BaseViewConstraintsColumnsEqual):
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model_wrong_order.sql": fixtures.my_model_view_wrong_order_sql,
-            "my_model_wrong_name.sql": fixtures.my_model_view_wrong_name_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
-        }
+class TestViewConstraintsColumnsEqual(
+    SparkDataTypes, SparkTypeNames, BaseViewConstraintsColumnsEqual
+):
+    pass
 
 
 class TestIncrementalConstraintsColumnsEqual(
-    SparkDataTypes, BaseIncrementalConstraintsColumnsEqual
+    SparkDataTypes, SparkTypeNames, BaseIncrementalConstraintsColumnsEqual
 ):
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model_wrong_order.sql": fixtures.my_model_incremental_wrong_order_sql,
-            "my_model_wrong_name.sql": fixtures.my_model_incremental_wrong_name_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
-        }
-
-
-class TestTableConstraintsRuntimeDdlEnforcement(BaseConstraintsRuntimeDdlEnforcement):
-    @pytest.fixture(scope="class")
-    def expected_sql(self) -> str:
-        return GUARDED_DDL
-
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
-            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_fk_constraint_schema_yml),
-        }
+    pass
 
 
 # The DDL of a contract-enforced model on Iceberg: no constraint in the table's definition (Iceberg
@@ -106,66 +92,59 @@ GUARDED_DDL = """
 create or replace table <model_identifier>
     using iceberg
     as
-select id, color, date_day
+select
+    case when (id is not null) is false
+        then raise_error('NOT NULL constraint failed: column id')
+    when ((id > 0)) is false then raise_error('CHECK constraint failed: (id > 0)')
+    when (id >= 1) is false then raise_error('CHECK constraint failed: id >= 1')
+    else id end as id,
+    color,
+    date_day
 from (
-    select
-        case when (id is not null) is false
-            then raise_error('NOT NULL constraint failed: column id')
-        when ((id > 0)) is false then raise_error('CHECK constraint failed: (id > 0)')
-        when (id >= 1) is false then raise_error('CHECK constraint failed: id >= 1')
-        else id end as id,
-        color,
-        date_day
-    from (
-        -- depends_on: <foreign_key_model_identifier>
-        select 'blue' as color, 1 as id, '2019-01-01' as date_day
-    ) as icetime_guarded
+    -- depends_on: <foreign_key_model_identifier>
+    select 'blue' as color, 1 as id, '2019-01-01' as date_day
 ) as model_subq
 """
 
-NULL_ID_MESSAGES = ["NOT NULL constraint failed: column id"]
 
-
-class TestTableConstraintsRollback(BaseConstraintsRollback):
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model.sql": fixtures.my_model_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
-        }
-
-    @pytest.fixture(scope="class")
-    def expected_error_messages(self) -> list[str]:
-        return NULL_ID_MESSAGES
-
-
-class TestIncrementalConstraintsRuntimeDdlEnforcement(
-    BaseIncrementalConstraintsRuntimeDdlEnforcement
-):
+class GuardedDdl:
     @pytest.fixture(scope="class")
     def expected_sql(self) -> str:
         return GUARDED_DDL
 
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model.sql": fixtures.my_model_incremental_wrong_order_depends_on_fk_sql,
-            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_fk_constraint_schema_yml),
-        }
+
+class TestTableConstraintsRuntimeDdlEnforcement(
+    GuardedDdl, SparkTypeNames, BaseConstraintsRuntimeDdlEnforcement
+):
+    pass
 
 
-class TestIncrementalConstraintsRollback(BaseIncrementalConstraintsRollback):
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model.sql": fixtures.my_incremental_model_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
-        }
+class TestIncrementalConstraintsRuntimeDdlEnforcement(
+    GuardedDdl, SparkTypeNames, BaseIncrementalConstraintsRuntimeDdlEnforcement
+):
+    pass
 
+
+class TestModelConstraintsRuntimeEnforcement(
+    GuardedDdl, SparkTypeNames, BaseModelConstraintsRuntimeEnforcement
+):
+    pass
+
+
+class NullIdMessages:
     @pytest.fixture(scope="class")
     def expected_error_messages(self) -> list[str]:
-        return NULL_ID_MESSAGES
+        return ["NOT NULL constraint failed: column id"]
+
+
+class TestTableConstraintsRollback(NullIdMessages, SparkTypeNames, BaseConstraintsRollback):
+    pass
+
+
+class TestIncrementalConstraintsRollback(
+    NullIdMessages, SparkTypeNames, BaseIncrementalConstraintsRollback
+):
+    pass
 
 
 # dbt's header sets the session time zone and the model reads it back with Postgres'
@@ -198,20 +177,6 @@ class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
         }
 
 
-class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):
-    @pytest.fixture(scope="class")
-    def expected_sql(self) -> str:
-        return GUARDED_DDL
-
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {
-            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
-            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
-            "constraints_schema.yml": spark_types(fixtures.constrained_model_schema_yml),
-        }
-
-
 class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
     @pytest.fixture(scope="class")
     def expected_sql(self) -> str:
@@ -219,21 +184,18 @@ class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
 create or replace table <model_identifier>
     using iceberg
     as
-select id, `from`, date_day
+select
+    case when (id is not null) is false
+        then raise_error('NOT NULL constraint failed: column id')
+    when (`from` is not null) is false
+        then raise_error('NOT NULL constraint failed: column from')
+    when ((`from` = 'blue')) is false
+        then raise_error('CHECK constraint failed: (`from` = \\'blue\\')')
+    else id end as id,
+    `from`,
+    date_day
 from (
-    select
-        case when (id is not null) is false
-            then raise_error('NOT NULL constraint failed: column id')
-        when (`from` is not null) is false
-            then raise_error('NOT NULL constraint failed: column from')
-        when ((`from` = 'blue')) is false
-            then raise_error('CHECK constraint failed: (`from` = \\'blue\\')')
-        else id end as id,
-        `from`,
-        date_day
-    from (
-        select 'blue' as `from`, 1 as id, '2019-01-01' as date_day
-    ) as icetime_guarded
+    select 'blue' as `from`, 1 as id, '2019-01-01' as date_day
 ) as model_subq
 """
 

@@ -13,6 +13,8 @@ import pytest
 from dbt.tests.adapter.hooks import test_model_hooks as model_hooks
 from dbt.tests.adapter.hooks import test_run_hooks as run_hooks
 
+from tests.support import inherited_fixture
+
 
 def check_record(ctx: dict[str, Any], state: str, project: Any, profile: dict[str, Any]) -> None:
     """dbt's checks of one hook record, with the icetime session profile's values."""
@@ -25,6 +27,27 @@ def check_record(ctx: dict[str, Any], state: str, project: Any, profile: dict[st
     assert ctx["run_started_at"], "run_started_at was not set"
     assert ctx["invocation_id"], "invocation_id was not set"
     assert ctx["thread_id"].startswith("Thread-") or ctx["thread_id"] == "MainThread"
+
+
+# dbt's hooks in Postgres SQL, and their Spark SQL: `vacuum` (Spark has none) becomes `refresh
+# table`, still run outside a transaction; `x::t` is `cast(x as t)`; `text` is `string`.
+HOOK_SQL = (
+    ("vacuum ", "refresh table "),
+    ("null::{{ dbt.type_int() }}", "cast(null as {{ dbt.type_int() }})"),
+    (" text", " string"),
+)
+
+
+class SparkHookStatements:
+    """dbt's project config with its hooks in Spark SQL (hooks run through dbt, not the
+    fixture translator)."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        config = json.dumps(inherited_fixture(self, SparkHookStatements, "project_config_update"))
+        for postgres, spark in HOOK_SQL:
+            config = config.replace(postgres, spark)
+        return dict(json.loads(config))
 
 
 class IcetimeTarget:
@@ -45,14 +68,7 @@ class SparkModelHookRecords(IcetimeTarget):
             assert ctx["thread_id"].startswith("Thread-")
 
 
-class TestPrePostRunHooks(IcetimeTarget, run_hooks.BasePrePostRunHooks):
-    @pytest.fixture(scope="class")
-    def project_config_update(self) -> dict[str, Any]:
-        config = run_hooks.BasePrePostRunHooks.project_config_update.__wrapped__(self)  # type: ignore[attr-defined]
-        # The on-run-end hooks' DDL goes through dbt, not the fixture translator.
-        config["on-run-end"] = [hook.replace(" text", " string") for hook in config["on-run-end"]]
-        return config
-
+class TestPrePostRunHooks(SparkHookStatements, IcetimeTarget, run_hooks.BasePrePostRunHooks):
     def check_hooks(self, state: str, project: Any, host: Any) -> None:
         check_record(self.get_ctx_vars(state, project), state, project, self.profile)
 
@@ -105,43 +121,23 @@ class TestDuplicateHooksInConfigs(model_hooks.BaseDuplicateHooksInConfigs):
     pass
 
 
-def spark_hooks(config: dict[str, Any]) -> dict[str, Any]:
-    """dbt's hook config with Spark statements for Postgres ones: `vacuum` (Spark has none) is
-    `refresh table`, still run outside a transaction; `x::t` is `cast(x as t)`."""
-    text = json.dumps(config).replace("vacuum ", "refresh table ")
-    return dict(
-        json.loads(text.replace("null::{{ dbt.type_int() }}", "cast(null as {{ dbt.type_int() }})"))
-    )
-
-
-class TestPrePostModelHooks(SparkModelHookRecords, model_hooks.BasePrePostModelHooks):
-    @pytest.fixture(scope="class")
-    def project_config_update(self) -> dict[str, Any]:
-        return spark_hooks(
-            model_hooks.BasePrePostModelHooks.project_config_update.__wrapped__(self)
-        )  # type: ignore[attr-defined]
+class TestPrePostModelHooks(
+    SparkHookStatements, SparkModelHookRecords, model_hooks.BasePrePostModelHooks
+):
+    pass
 
 
 class TestPrePostModelHooksUnderscores(
-    SparkModelHookRecords, model_hooks.TestPrePostModelHooksUnderscores
+    SparkHookStatements, SparkModelHookRecords, model_hooks.TestPrePostModelHooksUnderscores
 ):
-    @pytest.fixture(scope="class")
-    def project_config_update(self) -> dict[str, Any]:
-        base = model_hooks.TestPrePostModelHooksUnderscores.project_config_update
-        return spark_hooks(base.__wrapped__(self))  # type: ignore[attr-defined]
+    pass
 
 
-class TestPrePostModelHooksOnSeeds(model_hooks.BasePrePostModelHooksOnSeeds):
-    @pytest.fixture(scope="class")
-    def project_config_update(self) -> dict[str, Any]:
-        base = model_hooks.BasePrePostModelHooksOnSeeds.project_config_update
-        return spark_hooks(base.__wrapped__(self))  # type: ignore[attr-defined]
+class TestPrePostModelHooksOnSeeds(SparkHookStatements, model_hooks.BasePrePostModelHooksOnSeeds):
+    pass
 
 
 class TestPrePostModelHooksInConfigWithCount(
-    SparkModelHookRecords, model_hooks.BasePrePostModelHooksInConfigWithCount
+    SparkHookStatements, SparkModelHookRecords, model_hooks.BasePrePostModelHooksInConfigWithCount
 ):
-    @pytest.fixture(scope="class")
-    def project_config_update(self) -> dict[str, Any]:
-        base = model_hooks.BasePrePostModelHooksInConfigWithCount.project_config_update
-        return spark_hooks(base.__wrapped__(self))  # type: ignore[attr-defined]
+    pass

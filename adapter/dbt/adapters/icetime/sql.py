@@ -36,10 +36,19 @@ def sql_literal(value: Any) -> str:
 
 
 def split_statements(sql: str) -> list[str]:
-    """The statements of ``sql``, split at top-level semicolons: Spark runs one statement per
-    request, and a model's ``sql_header`` or a hook may hold several. Semicolons inside string
-    literals, quoted identifiers and comments do not split; pieces with no code are dropped.
-    Text with at most one statement comes back whole, as it was."""
+    """What a request runs as, one statement at a time (Spark runs one per request, and a
+    model's ``sql_header`` or a hook may hold several): ``statements(sql)``, or the text whole,
+    as it was, when it holds at most one."""
+    if ";" not in sql:
+        return [sql]  # most requests: no scan of the text
+    found = statements(sql)
+    return found if len(found) > 1 else [sql]
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of ``sql``, split at top-level semicolons and stripped. Semicolons inside
+    string literals, quoted identifiers and comments do not split; pieces with no code are
+    dropped."""
     pieces: list[str] = []
     start = i = 0
     quote: str | None = None
@@ -63,8 +72,7 @@ def split_statements(sql: str) -> list[str]:
             start = i + 1
         i += 1
     pieces.append(sql[start:])
-    statements = [piece.strip() for piece in pieces if _has_code(piece)]
-    return statements if len(statements) > 1 else [sql]
+    return [piece.strip() for piece in pieces if _has_code(piece)]
 
 
 def _has_code(piece: str) -> bool:

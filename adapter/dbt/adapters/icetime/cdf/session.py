@@ -99,9 +99,10 @@ class CdfSession:
         """The run the materialization is about to make (see CdfRun.describe)."""
         config = cdf_config(model, caller="incremental_strategy 'cdf'")
         if empty_run():
-            # `--empty` builds a missing target with no rows and moves no watermark: the next
-            # real run reads every change (a first run), and an existing target is left as is.
-            return {"empty": True, "mode": config.mode}
+            # `--empty`: a missing target is rebuilt from the empty read, and no watermark is
+            # recorded (no run, so no state in its properties): the next run is a first run.
+            # An existing target is left as it is.
+            return {"empty": True, "full": True, "mode": config.mode, "reason": "--empty"}
         run = self._run(model, config, full_refresh)
         if config.mode == RECOMPUTE:
             self._add_recompute_upstreams(run, model, graph, config)

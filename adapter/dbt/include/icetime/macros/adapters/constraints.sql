@@ -1,19 +1,24 @@
 {#- Model contracts on Iceberg: NOT NULL and CHECK constraints are enforced by the write itself.
     Iceberg has no CHECK constraints, and it cannot make an existing optional column required;
-    so the enforced model's select is guarded: a row that breaks a constraint fails the
-    statement with a message naming the constraint, and a failed CREATE OR REPLACE / MERGE /
-    INSERT commits nothing (the table keeps its last good snapshot). unique, primary_key and
-    foreign_key are not enforced (dbt warns, as for every adapter that cannot). -#}
+    so the contract's select (dbt's get_select_subquery: the contract's columns, in order) fails
+    on a row that breaks a constraint, with a message naming it, and a failed CREATE OR REPLACE /
+    MERGE / INSERT commits nothing (the table keeps its last good snapshot). unique,
+    primary_key and foreign_key are not enforced (dbt warns, as for every adapter that cannot). -#}
+
+{% macro icetime__contract_column(name) -%}
+  {#- A contract column as the model's SQL names it (quoted when its config says so). -#}
+  {{ return(adapter.quote(name) if (model.columns or {}).get(name, {}).get('quote') else name) }}
+{%- endmacro %}
 
 {% macro icetime__constraint_guards(model) -%}
   {#- [(condition that must not be false, message)] of the model's not_null and check
       constraints, column-level and model-level. -#}
   {%- set guards = [] -%}
+  {%- set not_null = [] -%}
   {%- for name, column in (model.columns or {}).items() -%}
-    {%- set quoted = adapter.quote(name) if column.get('quote') else name -%}
     {%- for constraint in column.get('constraints', []) -%}
       {%- if constraint.type == 'not_null' -%}
-        {%- do guards.append((quoted ~ ' is not null', 'NOT NULL constraint failed: column ' ~ name)) -%}
+        {%- do not_null.append(name) -%}
       {%- elif constraint.type == 'check' and constraint.expression -%}
         {%- do guards.append((constraint.expression, 'CHECK constraint failed: ' ~ constraint.expression)) -%}
       {%- endif -%}
@@ -21,48 +26,38 @@
   {%- endfor -%}
   {%- for constraint in model.get('constraints', []) -%}
     {%- if constraint.type == 'not_null' -%}
-      {%- for name in constraint.columns -%}
-        {%- set quoted = adapter.quote(name) if (model.columns or {}).get(name, {}).get('quote') else name -%}
-        {%- do guards.append((quoted ~ ' is not null', 'NOT NULL constraint failed: column ' ~ name)) -%}
-      {%- endfor -%}
+      {%- do not_null.extend(constraint.columns) -%}
     {%- elif constraint.type == 'check' and constraint.expression -%}
       {%- do guards.append((constraint.expression, 'CHECK constraint failed: ' ~ constraint.expression)) -%}
     {%- endif -%}
   {%- endfor -%}
-  {{ return(guards) }}
+  {%- set nulls = [] -%}
+  {%- for name in not_null -%}
+    {%- do nulls.append((icetime__contract_column(name) ~ ' is not null', 'NOT NULL constraint failed: column ' ~ name)) -%}
+  {%- endfor -%}
+  {{ return(nulls + guards) }}
 {%- endmacro %}
 
-{% macro icetime__guarded_select(sql) -%}
-  {#- The contract-enforced model's select, failing on the first row that breaks a constraint
-      (SQL semantics: a CHECK that is null passes). The checks are in the select list, so they
-      see exactly the rows written: a WHERE guard could be pushed below a join and fail on rows
-      the join drops. A contract names every column, in order. -#}
-  {%- set contract = config.get('contract') -%}
-  {%- set guards = icetime__constraint_guards(model) if contract and contract.enforced else [] -%}
-  {%- if not guards -%}
-    {{ return(sql) }}
-  {%- endif -%}
-  {#- The contract's own check first, on the model's select: the guard names the contract's
-      columns, and a select without them must get dbt's "missing in definition" table. -#}
-  {{ get_assert_columns_equivalent(sql) }}
+{% macro icetime__get_select_subquery(sql) -%}
+  {#- dbt's contract select, its first column guarded by the model's NOT NULL and CHECK
+      constraints (SQL semantics: a CHECK that is null passes). The checks are in the select
+      list, so they see exactly the rows written: a WHERE guard could be pushed below a join
+      and fail on rows the join drops. dbt checks the contract's columns before this runs. -#}
   {%- set names = [] -%}
-  {%- for name, column in model.columns.items() -%}
-    {%- do names.append(adapter.quote(name) if column.get('quote') else name) -%}
+  {%- for name in model.columns -%}
+    {%- do names.append(icetime__contract_column(name)) -%}
   {%- endfor -%}
   {%- set failures = [] -%}
-  {%- for condition, message in guards -%}
+  {%- for condition, message in icetime__constraint_guards(model) -%}
     {%- do failures.append('when (' ~ condition ~ ') is false then raise_error(' ~ adapter.icetime_quote_string(message) ~ ')') -%}
   {%- endfor -%}
+  {%- set first = ('case ' ~ failures | join('\n    ') ~ '\n    else ' ~ names[0] ~ ' end as ' ~ names[0]) if failures else names[0] -%}
   {%- set guarded -%}
 select
-  case {{ failures | join('\n    ') }}
-    else {{ names[0] }} end as {{ names[0] }}
-  {%- for name in names[1:] %},
-  {{ name }}
-  {%- endfor %}
+  {{ ([first] + names[1:]) | join(',\n  ') }}
 from (
 {{ sql }}
-) as icetime_guarded
+) as model_subq
   {%- endset -%}
   {{ return(guarded) }}
 {%- endmacro %}

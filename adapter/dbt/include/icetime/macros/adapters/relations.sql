@@ -83,15 +83,16 @@
 
 {% macro icetime__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {#- dbt-spark's table, over a select whose untyped `null` columns are cast to string (see
-      create_view_as) and, for a contract-enforced model, that fails on a row breaking a NOT NULL
-      or CHECK constraint (constraints.sql). A temporary view (an incremental run's new rows)
-      is guarded too: the MERGE or INSERT reading it fails before it commits. -#}
+      create_view_as), after the model's sql_header. A contract-enforced table's select is
+      dbt's contract select, which icetime guards (constraints.sql); an incremental run's new
+      rows (a temporary view) go through it too, so the MERGE or INSERT reading them fails
+      before it commits. -#}
   {%- set sql_header = config.get('sql_header', none) if language == 'sql' else none -%}
-  {%- if language == 'sql' -%}
-    {%- set compiled_code = icetime__guarded_select(compiled_code) -%}
-    {%- if not temporary -%}
-      {%- set compiled_code = adapter.icetime_typed_select(compiled_code, sql_header) -%}
-    {%- endif -%}
+  {%- set contract = config.get('contract') -%}
+  {%- if language == 'sql' and temporary and contract and contract.enforced -%}
+    {%- set compiled_code = get_select_subquery(compiled_code) -%}
+  {%- elif language == 'sql' and not temporary -%}
+    {%- set compiled_code = adapter.icetime_typed_select(compiled_code, sql_header) -%}
   {%- endif -%}
   {{ sql_header if sql_header is not none }}
   {{ spark__create_table_as(temporary, relation, compiled_code, language) }}

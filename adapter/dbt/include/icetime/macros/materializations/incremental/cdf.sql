@@ -11,9 +11,11 @@
   {%- set committed = [] -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- if run.empty -%}
-    {%- do icetime_cdf_empty(run, existing_relation) -%}
-  {%- elif run.full or existing_relation is none or existing_relation.is_view -%}
+  {%- set target_table = existing_relation is not none and not existing_relation.is_view -%}
+  {%- if run.empty and target_table -%}
+    {#- `--empty` on an existing target: left alone, watermark and all. -#}
+    {%- call noop_statement('main', 'EMPTY') -%}-- --empty: {{ this }} left as it is{%- endcall -%}
+  {%- elif run.full or not target_table -%}
     {%- do icetime_cdf_rebuild(run, existing_relation) -%}
     {%- do committed.append(true) -%}
   {%- elif not run.has_changes -%}
@@ -49,7 +51,8 @@
 
 {% macro icetime_cdf_rebuild(run, existing_relation) %}
   {#- A first run, --full-refresh, a history gap rebuilt, or a view in the way: the target is
-      built from every current row of the upstreams. -#}
+      built from every current row of the upstreams. Under --empty a missing target is built
+      the same way from no rows, and records no watermark. -#}
   {{ log("icetime: building " ~ this ~ " from scratch (" ~ (run.reason or 'replacing a view') ~ ")", info=true) }}
   {#- The new watermarks are committed with the data (tblproperties, see
       icetime__tblproperties_clause): a rebuild killed before its commit leaves the old table
@@ -66,26 +69,6 @@
     {{ create_table_as(False, this, icetime_cdf_initial_sql(changes, columns, run.mode)) }}
   {%- endcall -%}
   {% do persist_constraints(this, model) %}
-{% endmacro %}
-
-
-{% macro icetime_cdf_empty(run, existing_relation) %}
-  {#- `dbt run --empty`: icetime.changes() read no rows. A missing target is created as a first
-      run would create it, with no rows and no watermark (the next run is a first run); an
-      existing one is left alone, watermark and all. -#}
-  {%- if existing_relation is none or existing_relation.is_view -%}
-    {%- if existing_relation is not none -%}
-      {% do adapter.drop_relation(existing_relation) %}
-    {%- endif -%}
-    {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
-    {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
-    {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(changes), run.mode) -%}
-    {%- call statement('main') -%}
-      {{ create_table_as(False, this, icetime_cdf_initial_sql(changes, columns, run.mode)) }}
-    {%- endcall -%}
-  {%- else -%}
-    {%- call noop_statement('main', 'EMPTY') -%}-- --empty: {{ this }} left as it is{%- endcall -%}
-  {%- endif -%}
 {% endmacro %}
 
 

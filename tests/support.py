@@ -66,9 +66,16 @@ def write_project(root: Path, profile: dict[str, Any], models: dict[str, str]) -
     return root
 
 
-def run_dbt_process(project: Path, *args: str, env: dict[str, str] | None = None) -> DbtResult:
+def run_dbt_process(
+    project: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    profiles_dir: Path | None = None,
+) -> DbtResult:
+    """dbt in a process of its own (a JVM of its own), as a scheduler runs it."""
+    profiles = profiles_dir or project
     proc = subprocess.run(
-        [DBT, *args, "--project-dir", str(project), "--profiles-dir", str(project)],
+        [DBT, *args, "--project-dir", str(project), "--profiles-dir", str(profiles)],
         cwd=project,
         env={**os.environ, **(env or {})},
         capture_output=True,

@@ -86,3 +86,23 @@
   {% endcall %}
   {{ log("bad_backfill: 40 objects of " ~ target.database ~ "." ~ var('raw_schema') ~ ".objects overwritten", info=true) }}
 {% endmacro %}
+
+{#- A late sensor feed, for the demo's build-skipping step: one more observation of every active
+    object, and nothing else (one Iceberg commit to raw.observations; raw.objects does not move). -#}
+{% macro late_observations() %}
+  {%- set raw = target.database ~ '.' ~ var('raw_schema') -%}
+  {% call statement('late_observations') %}
+    insert into {{ raw }}.observations
+    select
+      object_id * 1000 + 999 as observation_id,
+      object_id,
+      timestamp'2026-04-23 00:00:00' as observed_at,
+      400 + (object_id * 37) % 1600 as altitude_km,
+      round((object_id * 7) % 98 + 0.5, 1) as inclination_deg,
+      'OPTICAL-2' as sensor
+    from {{ raw }}.objects
+    where status = 'active' and object_id not in (
+      select object_id from {{ raw }}.observations where observation_id = object_id * 1000 + 999)
+  {% endcall %}
+  {{ log("late_observations: a late sensor feed landed in " ~ raw ~ ".observations", info=true) }}
+{% endmacro %}

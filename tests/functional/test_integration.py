@@ -16,6 +16,7 @@ snapshot ids, refs and properties, as a user would look at them.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -133,8 +134,8 @@ def deployment(
 
 def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:
     for build in ("first build", "second build"):
-        # 25 models, seeds and data tests, and the unit test of a CDF model's logic.
-        assert "PASS=26 WARN=0 ERROR=0" in deployment.outputs[build], build
+        # 26 models, seeds and data tests, and the unit test of a CDF model's logic.
+        assert "PASS=27 WARN=0 ERROR=0" in deployment.outputs[build], build
     assert deployment.count("raw.objects") == 120
     assert deployment.count("analytics.registry") == 120
 
@@ -285,3 +286,31 @@ def test_history_operations_tag_diff_restore_and_expire(deployment: Deployment) 
     kept = deployment.rows("icetime_system.snapshot_history")
     assert any(row["table_name"] == "icetime.raw.objects" for row in kept)
     assert deployment.rows("raw.objects") == good
+
+
+def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deployment) -> None:
+    skip = ("run", "--vars", "{skip_unchanged: true}")
+    deployment.dbt(*skip)  # catches up with what the earlier tests changed
+    # Nothing landed since: every model is dbt's no-op.
+    assert "NO-OP=9 TOTAL=9" in deployment.dbt(*skip)
+
+    before = deployment.current("raw.observations")
+    deployment.dbt("run-operation", "late_observations")
+    after = deployment.current("raw.observations")
+    plan = deployment.dbt("run-operation", "icetime.plan")
+    moved = f"icetime.raw.observations moved from snapshot {before} to {after}"
+    assert re.search(rf"registry\s+build\s+{moved}", plan), plan
+    assert re.search(r"conjunction_alerts\s+build\s+its input registry builds in this run", plan)
+    assert re.search(r"operator_fleet\s+skip\s+unchanged", plan), plan
+    assert "3 to build, 6 to skip" in plan
+
+    # The nightly run builds the marts that read observations; the rest is left alone.
+    nightly = deployment.dbt(*skip)
+    built, left = set(), set()
+    for line in nightly.splitlines():
+        found = re.search(r" model analytics\.(\w+) \.", line)
+        if found and "START" not in line:
+            (left if "NO-OP" in line else built).add(found.group(1))
+    assert built == {"registry", "orbit_summary", "conjunction_alerts"}, nightly
+    assert "operator_fleet" in left and "active_objects" in left
+    assert "NO-OP=6" in nightly

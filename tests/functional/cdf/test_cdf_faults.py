@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from dbt.adapters.icetime.cdf.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from tests.support import MOR, ROOT, profile_target, run_dbt_process, write_project
 
 SCHEMA = "cdf_faults"

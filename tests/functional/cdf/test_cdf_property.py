@@ -175,8 +175,8 @@ class PropertyBase(PackageProject):
         """Each model ran the side it was told to; one read served both incremental merges
         and the incremental log (same upstream, same range)."""
         response = {r.node.name: r.adapter_response for r in results}
-        if response["latest"]["_message"] == "NO CHANGES":  # a compaction: nothing to apply
-            assert all(r["_message"] == "NO CHANGES" for r in response.values()), response
+        if response["latest"]["_message"] == "NO-OP no changes":  # a compaction: nothing to apply
+            assert all(r["_message"] == "NO-OP no changes" for r in response.values()), response
             return
         for name in ("latest_full", "log_full", "by_status_full"):
             assert response[name]["cdf_refresh"] == "full", response[name]

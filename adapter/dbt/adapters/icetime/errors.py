@@ -148,6 +148,7 @@ METADATA_COMPRESSED = (
 METADATA_INVALID = (
     "The metadata file {file} of {table} is not valid Iceberg table metadata: {reason}"
 )
+LISTING_FROM_CATALOG_FAILED = "Could not list {what} in catalog {catalog}: {reason}"
 METADATA_FILE_UNREADABLE = "Could not read metadata file {file}: {reason}"
 CATALOG_FILE_UNOPENABLE = "Cannot open the Iceberg catalog database {path}: {reason}"
 
@@ -460,3 +461,23 @@ NOT_A_PINS_FILE = (
 )
 PROTECTED_VIEW = "it is a view, and a replay would freeze it at the pinned snapshots"
 PROTECTED_NEWER = "it was last written at {written}, after its newest pinned input ({newest})"
+
+# -- build records and skipping (builds/) --------------------------------------------------------
+
+VIEW_SQL_MISSING = "Spark SQL did not report the SQL of view {view} (no 'View Text' row)."
+VIEW_METADATA_UNREADABLE = "Could not read the SQL of view {view} from {file}: {reason}"
+BUILD_RECORD_UNREADABLE = "The build record of {table} could not be read: {reason}"
+BAD_SKIP_UNCHANGED = (
+    "skip_unchanged {value!r} (from {where}) is not accepted: use true or false "
+    "(--vars '{{skip_unchanged: true}}', or +skip_unchanged: true in dbt_project.yml or a "
+    "model's config)."
+)
+PLAN_SELECTION_UNKNOWN = (
+    "icetime.plan: select {value!r} matches no model of this project. Accepted: model names, "
+    "a path such as models/marts, tag:<tag>, with + for parents or children (dbt's selection "
+    "syntax); or leave select out to plan every model."
+)
+PLAN_SELECTION_BAD = (
+    "icetime.plan: select {value!r} is not accepted: give a dbt selection as text "
+    "(e.g. 'marts', 'tag:nightly', '+daily_revenue') or a list of them."
+)

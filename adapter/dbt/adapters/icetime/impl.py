@@ -26,9 +26,13 @@ from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.icetime import args, errors, wap
+from dbt.adapters.icetime import args, errors, faults, wap
+from dbt.adapters.icetime.__version__ import version as icetime_version
+from dbt.adapters.icetime.builds import plan as build_plan
+from dbt.adapters.icetime.builds import status as build_status
+from dbt.adapters.icetime.builds.record import UnreadableRecord, raw_record
+from dbt.adapters.icetime.builds.session import BuildSession
 from dbt.adapters.icetime.catalog import CatalogSettings
-from dbt.adapters.icetime.cdf import faults
 from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
@@ -64,7 +68,7 @@ from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.metadata.resolve import ArchivedSnapshot
 from dbt.adapters.icetime.metadata.stats import TEXT_STATS, table_stats
 from dbt.adapters.icetime.pins import record
-from dbt.adapters.icetime.pins.builds import Builds, built_from
+from dbt.adapters.icetime.pins.guard import ProtectedTargets
 from dbt.adapters.icetime.pins.reads import pinned_read
 from dbt.adapters.icetime.pins.session import Deferral, PinSession
 from dbt.adapters.icetime.pins.spec import PIN_VAR
@@ -109,7 +113,9 @@ class IcetimeAdapter(SparkAdapter):
         self._metadata_reader: MetadataReader | None = None
         self._services: Services | None = None
         self._pin_session: PinSession | None = None
-        self._builds: Builds | None = None
+        self._builds: BuildSession | None = None
+        self._protected_targets: ProtectedTargets | None = None
+        build_status.install()
         self._cdf: CdfSession | None = None
 
     def _creds(self) -> IcetimeCredentials:
@@ -122,8 +128,20 @@ class IcetimeAdapter(SparkAdapter):
         """Tables and views of one namespace from two catalog listings; fails closed.
 
         A namespace that does not exist is an empty answer. Any other failure raises: a
-        listing that silently came back empty would make dbt rebuild existing tables.
+        listing that silently came back empty would make dbt rebuild existing tables. When this
+        client can open the catalog database, the listing is one query there (no Spark).
         """
+        direct = self._catalog_database(schema_relation.database)
+        if direct is not None and schema_relation.schema:
+            return [
+                self._relation(
+                    schema_relation.database,
+                    schema_relation.schema,
+                    name,
+                    RelationType.View if is_view else RelationType.Table,
+                )
+                for name, is_view in direct.relations(schema_relation.schema)
+            ]
         try:
             tables, views = (
                 self.execute_macro(
@@ -148,6 +166,30 @@ class IcetimeAdapter(SparkAdapter):
                 if not row["isTemporary"]
             )
         return relations
+
+    def list_schemas(self, database: str) -> list[str]:
+        direct = self._catalog_database(database)
+        if direct is not None:
+            return direct.namespaces()
+        schemas: list[str] = super().list_schemas(database)
+        return schemas
+
+    def check_schema_exists(self, database: str, schema: str) -> bool:
+        direct = self._catalog_database(database)
+        if direct is not None:
+            return schema in direct.namespaces()
+        return bool(super().check_schema_exists(database, schema))
+
+    def _catalog_database(self, database: str | None) -> PyIcebergReader | None:
+        """The catalog database, when ``database`` is this target's catalog and this client can
+        open it (listings are then one query there instead of Spark statements)."""
+        catalog = self.icetime_catalog()
+        if catalog is None or (database or catalog).strip("`") != catalog:
+            return None
+        reader = self.metadata_reader()
+        if isinstance(reader, FallbackReader):
+            return reader.pyiceberg
+        return reader if isinstance(reader, PyIcebergReader) else None
 
     @available
     def icetime_list_relations(self, schema_relation: BaseRelation) -> list[BaseRelation]:
@@ -247,7 +289,8 @@ class IcetimeAdapter(SparkAdapter):
                             written.catalog, written.namespace, written.name, RelationType.Table
                         )
                     )
-            self.builds().before(node)
+            self.protected_targets().check(node)
+            self.builds().before(node, str(self.Relation.create_from(self.config, node)))
         return super().pre_model_hook(config)
 
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
@@ -292,6 +335,8 @@ class IcetimeAdapter(SparkAdapter):
             reader_materialized,
             branch_run=self.wap_branch() is not None,
         )
+        if relation.schema and relation.identifier:
+            self.builds().saw_read(reader_node, relation, read)
         return read
 
     def set_relations_cache(
@@ -305,6 +350,8 @@ class IcetimeAdapter(SparkAdapter):
         super().set_relations_cache(relation_configs, clear, required_schemas)
         graph = getattr(getattr(self, "_macro_resolver", None), "flat_graph", None)
         if graph:
+            self.builds().check_run_var()
+            self.builds().check_configs(graph, run_selection())
             self.pin_session().prepare_early(graph, run_selection(), self._pin_var())
 
     def _pin_var(self) -> Any:
@@ -317,6 +364,7 @@ class IcetimeAdapter(SparkAdapter):
         if self._pin_session is None:
             root = Path(project_root(self.config))
             flags = run_flags()
+            operation = getattr(flags, "WHICH", None) == "run-operation"
             deferral = None
             if getattr(flags, "DEFER", False):
                 favor = bool(getattr(flags, "FAVOR_STATE", False))
@@ -325,7 +373,8 @@ class IcetimeAdapter(SparkAdapter):
                 reader=self.metadata_reader(),
                 catalog=self.icetime_catalog(),
                 started_ms=self._started_ms,
-                pins_path=self.recorded_pins_path(),
+                # An operation (icetime.plan, say) compiles but runs nothing: no pins file.
+                pins_path=None if operation else self.recorded_pins_path(),
                 load_pins_file=lambda path: record.load(path, str(root)),
                 invocation_id=get_invocation_id(),
                 branch=self.wap_branch(),
@@ -338,15 +387,15 @@ class IcetimeAdapter(SparkAdapter):
         archive = expire.Archive(self.icetime_catalog(), self.execute)
         return archive.snapshots_of(metadata.table_uuid, self._fetch_rows)
 
-    def builds(self) -> Builds:
-        if self._builds is None:
-            self._builds = Builds(
+    def protected_targets(self) -> ProtectedTargets:
+        if self._protected_targets is None:
+            self._protected_targets = ProtectedTargets(
                 self.services(),
                 self.pin_session(),
                 protected=self._creds().protected,
                 exists=self._exists,
             )
-        return self._builds
+        return self._protected_targets
 
     def _exists(self, table: TableName) -> bool:
         """Whether dbt's cache knows the relation (its database may be None: the default)."""
@@ -358,10 +407,63 @@ class IcetimeAdapter(SparkAdapter):
         target_path = getattr(self.config, "target_path", "target")
         return Path(project_root(self.config), target_path, record.FILE_NAME)
 
+    # -- build records and skipping (builds/) ------------------------------------------------
+
+    def builds(self) -> BuildSession:
+        if self._builds is None:
+            self._builds = BuildSession(
+                self.services(),
+                self.pin_session(),
+                version=icetime_version,
+                full_refresh=lambda: bool(getattr(run_flags(), "FULL_REFRESH", False)),
+                branch_run=self.wap_branch() is not None,
+            )
+        return self._builds
+
     @available
     def icetime_built_from(self, relation: BaseRelation) -> dict[str, Any]:
-        """The input snapshots `relation` was last built from ({} if icetime did not build it)."""
-        return built_from(self.table_metadata(relation))
+        """The record of `relation`'s last build ({} if icetime did not build it)."""
+        try:
+            return raw_record(self.table_metadata(relation))
+        except UnreadableRecord as exc:
+            raise errors.MetadataError(
+                errors.BUILD_RECORD_UNREADABLE.format(table=relation, reason=exc)
+            ) from exc
+
+    @available
+    def icetime_skipped(self, model: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Why this run does not build `model` (None: it builds), and the production table
+        to clone it from instead (`reuse`, in a --defer run), if any."""
+        decision = self.builds().skipped(model["unique_id"])
+        if decision is None:
+            return None
+        reuse = None
+        if decision.reuse is not None:
+            table = TableName.parse(decision.reuse)
+            reuse = self._relation(table.catalog, table.namespace, table.name, RelationType.Table)
+        return {"reason": decision.reason, "reuse": reuse}
+
+    @available
+    def icetime_plan(self, select: Any = None) -> dict[str, Any]:
+        """`icetime.plan`: build or skip, and why, for each selected model; writes nothing."""
+        manifest = getattr(self, "_macro_resolver", None)
+        if manifest is None:
+            raise errors.ConfigurationError("icetime.plan runs as a dbt run-operation.")
+
+        def decide(node: Any) -> Any:
+            apply_iceberg_defaults(node.name, node.config)  # as the run will see its config
+            return self.builds().plan_decision(
+                node, str(self.Relation.create_from(self.config, node))
+            )
+
+        planned = build_plan.plan_selection(manifest, self.config, select, decide)
+        return {"text": build_plan.render(planned), "models": build_plan.document(planned)}
+
+    @available
+    def icetime_build_finished(self, model: Mapping[str, Any]) -> str:
+        """The model's materialization completed: its build may be recorded."""
+        self.builds().finished(model["unique_id"])
+        return ""
 
     # -- incremental models driven by snapshot diffs (cdf/) ------------------------------------
 

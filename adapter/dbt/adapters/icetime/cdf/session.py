@@ -17,8 +17,7 @@ from typing import Any
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf import faults
+from dbt.adapters.icetime import errors, faults
 from dbt.adapters.icetime.cdf.changes import placeholder_sql
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.feeds import Feeds

@@ -83,6 +83,9 @@ class FallbackReader:
     def document(self, name: TableName) -> tuple[str, bytes]:
         return self._reader().document(name)
 
+    def view_sql(self, name: TableName) -> str:
+        return self._reader().view_sql(name)
+
     @property
     def pyiceberg(self) -> PyIcebergReader | None:
         """The pyiceberg reader, when this client can open the catalog itself."""

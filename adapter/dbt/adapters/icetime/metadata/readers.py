@@ -43,6 +43,10 @@ class MetadataReader(Protocol):
         """The location and raw JSON of the table's current metadata file."""
         ...
 
+    def view_sql(self, name: TableName) -> str:
+        """The SQL an Iceberg view runs, as stored in its current version."""
+        ...
+
 
 class FileAccess(Protocol):
     """Reads and writes table files (manifests, metadata JSON) with pyiceberg's FileIO."""
@@ -96,7 +100,7 @@ class PyIcebergReader:
                 self._engines[self.properties["uri"]] = catalog.engine
             return catalog
 
-    def metadata_location(self, name: TableName) -> str:
+    def metadata_location(self, name: TableName, kind: str = "TABLE") -> str:
         from sqlalchemy import text
 
         self.catalog()
@@ -107,9 +111,9 @@ class PyIcebergReader:
                     text(
                         "select metadata_location from iceberg_tables where catalog_name = :c "
                         "and table_namespace = :n and table_name = :t "
-                        "and (iceberg_type = 'TABLE' or iceberg_type is null)"
+                        "and (iceberg_type = :k or (:k = 'TABLE' and iceberg_type is null))"
                     ),
-                    {"c": self.catalog_name, "n": name.namespace, "t": name.name},
+                    {"c": self.catalog_name, "n": name.namespace, "t": name.name, "k": kind},
                 ).first()
         except Exception as exc:
             raise errors.CatalogError(
@@ -120,6 +124,45 @@ class PyIcebergReader:
                 errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
             )
         return str(row[0])
+
+    def relations(self, namespace: str) -> list[tuple[str, bool]]:
+        """Every table and view of ``namespace``, as (name, is_view); [] for no namespace."""
+        rows = self._catalog_query(
+            "select table_name, iceberg_type from iceberg_tables "
+            "where catalog_name = :c and table_namespace = :n",
+            {"c": self.catalog_name, "n": namespace},
+            f"namespace {namespace}",
+        )
+        return [(str(name), kind == "VIEW") for name, kind in rows]
+
+    def namespaces(self) -> list[str]:
+        """The catalog's top-level namespaces (those with tables, and those created empty)."""
+        rows = self._catalog_query(
+            "select table_namespace from iceberg_tables where catalog_name = :c "
+            "union select namespace from iceberg_namespace_properties where catalog_name = :c",
+            {"c": self.catalog_name},
+            "its namespaces",
+        )
+        return sorted({str(row[0]).split(".")[0] for row in rows if row[0]})
+
+    def _catalog_query(self, sql: str, params: dict[str, str], what: str) -> list[Any]:
+        from sqlalchemy import text
+
+        self.catalog()
+        engine = self._engines[self.properties["uri"]]
+        try:
+            with engine.connect() as conn:
+                return list(conn.execute(text(sql), params).all())
+        except Exception as exc:
+            raise errors.CatalogError(
+                errors.LISTING_FROM_CATALOG_FAILED.format(
+                    what=what, catalog=self.catalog_name, reason=exc
+                )
+            ) from exc
+
+    def view_sql(self, name: TableName) -> str:
+        location = self.metadata_location(name, "VIEW")
+        return stored_view_sql(name, location, self._read(location))
 
     def table(self, name: TableName) -> TableMetadata:
         location = self.metadata_location(name)
@@ -195,6 +238,13 @@ class SparkSqlReader:
         location = self._current_metadata_file(name)
         return location, self._text(name, location).encode()
 
+    def view_sql(self, name: TableName) -> str:
+        rows = self._query(name, f"describe table extended {name.sql()}")
+        for row in rows:
+            if str(row[0]).strip() == "View Text":
+                return str(row[1])
+        raise errors.MetadataError(errors.VIEW_SQL_MISSING.format(view=name))
+
     def _text(self, name: TableName, location: str) -> str:
         if location.endswith(".gz.metadata.json"):
             raise errors.MetadataError(errors.METADATA_COMPRESSED.format(file=location, table=name))
@@ -244,6 +294,19 @@ class SparkSqlReader:
             )
             for r in rows
         )
+
+
+def stored_view_sql(name: TableName, location: str, document: bytes) -> str:
+    """The SQL of an Iceberg view's current version, from its metadata file."""
+    try:
+        metadata = orjson.loads(document)
+        current = metadata["current-version-id"]
+        version = next(v for v in metadata["versions"] if v["version-id"] == current)
+        return str(next(r["sql"] for r in version["representations"] if r["type"] == "sql"))
+    except (ValueError, KeyError, TypeError, StopIteration) as exc:
+        raise errors.MetadataError(
+            errors.VIEW_METADATA_UNREADABLE.format(view=name, file=location, reason=exc)
+        ) from exc
 
 
 def _redact(uri: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -275,29 +275,45 @@ class PinSession:
                 if table in self._pinned
             }
 
-    def snapshots_read_by(self, reader_node: str) -> dict[str, int]:
-        """Table -> snapshot id of every Iceberg table ``reader_node`` reads, seen through
-        ephemeral models and views, as it reads them when its build starts.
+    @property
+    def graph(self) -> Mapping[str, Any]:
+        """The manifest's graph of this invocation ({} before it is known)."""
+        return self._graph
+
+    def reads_of(self, reader_node: str) -> BuildInputs:
+        """Every relation ``reader_node`` reads when its build starts, seen through ephemeral
+        models and views: each Iceberg table at the snapshot the build reads, the views passed
+        through, and the inputs that are not Iceberg tables of this catalog.
 
         A direct input is read at its pin; a model built earlier in this run, and a table
-        behind a view (views are not pinned), at their current snapshot now. Metadata that
-        cannot be read raises: a record is never written from a guess.
+        behind a view (views are not pinned), at their current snapshot now. A table whose
+        metadata cannot be read is listed as unreadable, never guessed.
         """
-        found: dict[str, int] = {}
-        for table, direct in tables_read_by(
+        found = BuildInputs()
+        reads = relations_read_by(
             self._graph, reader_node, self.catalog, self.deferral, self._selected
-        ):
-            pinned = self._pinned.get(str(table)) if direct else None
+        )
+        found.views.extend(reads.views)
+        found.foreign.extend(reads.foreign)
+        for table, direct in reads.tables:
+            key = str(table)
+            pinned = self._pinned.get(key) if direct else None
             if pinned is not None:
-                found[str(table)] = pinned.snapshot_id
+                found.tables[key] = (pinned.snapshot_id, pinned.metadata.table_uuid)
                 continue
             try:
-                current = self.reader.table(table).current_snapshot_id
+                metadata = self.reader.table(table)
             except TableNotFoundError:
-                continue  # not an Iceberg table of the catalog
-            if current is not None:
-                found[str(table)] = current
-        return dict(sorted(found.items()))
+                found.foreign.append(key)  # not an Iceberg table of the catalog
+                continue
+            except MetadataError as exc:
+                found.unreadable[key] = str(exc.msg)
+                continue
+            if metadata.current_snapshot_id is not None:
+                found.tables[key] = (metadata.current_snapshot_id, metadata.table_uuid)
+            else:
+                found.empty.append(key)
+        return found
 
     def _write(self) -> None:
         if self.pins_path is None:
@@ -349,40 +365,77 @@ def collect_inputs(
     return inputs
 
 
-def tables_read_by(
+@dataclass
+class BuildInputs:
+    """What one build reads (see ``PinSession.reads_of``)."""
+
+    # table -> (snapshot id, table uuid)
+    tables: dict[str, tuple[int, str]] = field(default_factory=dict)
+    views: list[TableName] = field(default_factory=list)
+    # Inputs that are not Iceberg tables of this catalog (another catalog, a non-Iceberg table).
+    foreign: list[str] = field(default_factory=list)
+    # Iceberg tables with no snapshot yet.
+    empty: list[str] = field(default_factory=list)
+    # table -> why its metadata could not be read
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RelationsRead:
+    # Each Iceberg table candidate, with whether it is read directly (a ``ref()``/``source()``
+    # of it, or through an ephemeral model) rather than through a view.
+    tables: list[tuple[TableName, bool]]
+    views: list[TableName]
+    foreign: list[str]
+
+
+def relations_read_by(
     graph: Mapping[str, Any],
     node_id: str,
     catalog: str | None,
     deferral: Deferral | None = None,
     selected: AbstractSet[str] = frozenset(),
-) -> list[tuple[TableName, bool]]:
-    """The Iceberg tables a node reads, through ephemeral models and views, each with whether
-    the node reads it directly (a ``ref()``/``source()`` of it, or through an ephemeral model)
-    rather than through a view."""
+) -> RelationsRead:
+    """What a node reads, through ephemeral models and views (see ``RelationsRead``)."""
     nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
     found: dict[str, tuple[TableName, bool]] = {}
+    views: dict[str, TableName] = {}
+    foreign: set[str] = set()
     pending = [(dep, True) for dep in _deps(nodes.get(node_id))]
     seen: set[tuple[str, bool]] = set()
     while pending:
         dep, direct = pending.pop()
         node = nodes.get(dep)
-        if (dep, direct) in seen or node is None:
+        if (dep, direct) in seen:
             continue
         seen.add((dep, direct))
+        if node is None:
+            foreign.add(dep)
+            continue
         materialized = (node.get("config") or {}).get("materialized")
         if materialized in ("ephemeral", "view") and node.get("resource_type") == "model":
+            if materialized == "view":
+                view = TableName.from_node(node, catalog)
+                if deferral is not None:
+                    view = deferral.table(node, view, selected)
+                views[str(view)] = view
             through = direct and materialized == "ephemeral"
             pending.extend((up, through) for up in _deps(node))
             continue
         item = input_for(node, catalog)
         if item is None:
+            foreign.add(dep)
             continue
         table = item.table
         if deferral is not None and item.is_built:
             table = deferral.table(node, table, selected)
         known = found.get(str(table))
         found[str(table)] = (table, direct or (known is not None and known[1]))
-    return [found[key] for key in sorted(found)]
+    return RelationsRead(
+        tables=[found[key] for key in sorted(found)],
+        views=[views[key] for key in sorted(views)],
+        foreign=sorted(foreign),
+    )
 
 
 def _deps(node: Mapping[str, Any] | None) -> list[str]:

@@ -2,8 +2,10 @@
     written into branch b of the table (see the adapter's wap.py) and main gets no data. -#}
 
 {% materialization table, adapter='icetime', supported_languages=['sql', 'python'] %}
+  {%- set unchanged = icetime_unchanged() -%}
+  {%- if unchanged is not none -%}{{ return(unchanged) }}{%- endif -%}
   {%- if var('wap_branch', none) is none -%}
-    {{ return(materialization_table_spark()) }}
+    {{ return(icetime_build_finished(materialization_table_spark())) }}
   {%- endif -%}
   {%- if model['language'] != 'sql' -%}
     {% do exceptions.raise_compiler_error("Model " ~ model['unique_id'] ~ ": only SQL models can be built into a wap_branch.") %}
@@ -16,5 +18,5 @@
     {{ compiled_code }}
   {%- endcall %}
   {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {{ return(icetime_build_finished({'relations': [target_relation]})) }}
 {% endmaterialization %}

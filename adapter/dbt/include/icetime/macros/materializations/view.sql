@@ -2,6 +2,8 @@
     through the session's spark.wap.branch already. -#}
 
 {% materialization view, adapter='icetime' %}
+  {%- set unchanged = icetime_unchanged() -%}
+  {%- if unchanged is not none -%}{{ return(unchanged) }}{%- endif -%}
   {%- if var('wap_branch', none) is none -%}
     {{ return(materialization_view_default()) }}
   {%- endif -%}

@@ -74,7 +74,7 @@
 
 {% macro icetime_cdf_no_changes(run) %}
   {{ log("icetime: " ~ this ~ ": " ~ run.message, info=true) }}
-  {%- call noop_statement('main', 'NO CHANGES') -%}-- {{ run.message }}{%- endcall -%}
+  {%- call noop_statement('main', 'NO-OP no changes', 'no-op') -%}-- {{ run.message }}{%- endcall -%}
 {% endmacro %}
 
 

@@ -1,4 +1,4 @@
-"""Fault injection for the exactly-once tests: ``ICETIME_FAULT=<point>`` kills the process there.
+"""Fault injection for the killed-run tests: ``ICETIME_FAULT=<point>`` kills the process there.
 
 The process ends with ``os._exit`` (no cleanup, no Python exception handling), the way a killed
 worker or a lost machine ends a run. ``during_write`` arms a timer instead, so the kill lands
@@ -13,6 +13,8 @@ import threading
 BEFORE_WRITE = "before_write"
 DURING_WRITE = "during_write"
 AFTER_DATA_COMMIT = "after_data_commit"
+# After a model's build committed, before its build record is written (builds/session.py).
+BEFORE_BUILD_RECORD = "before_build_record"
 KILLED_EXIT_CODE = 137
 
 

@@ -1,0 +1,346 @@
+"""The invocation's side of build records and skipping.
+
+While dbt compiles a model, ``saw_read`` notes how each ``ref()``/``source()`` rendered, so the
+fingerprint can name inputs the same way in every environment. Around each model:
+
+- ``before`` works out what the build would read and its fingerprint, and, when
+  ``skip_unchanged`` is on, decides build or skip (``decide.py``);
+- the materialization asks ``skipped`` first (a skipped model runs no statement and commits
+  nothing) and calls ``finished`` when it completed;
+- ``after`` writes the build record on the table a finished build wrote.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.icetime import args, errors, faults
+from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
+from dbt.adapters.icetime.builds.fingerprint import fingerprint, sql_digest
+from dbt.adapters.icetime.builds.record import (
+    BuildRecord,
+    UnreadableRecord,
+    read_record,
+    set_record_sql,
+)
+from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError
+from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.pins.session import PinSession
+from dbt.adapters.icetime.services import Services
+
+logger = AdapterLogger("icetime")
+
+SKIP_VAR = "skip_unchanged"
+# What a build record is kept for (dbt snapshots record their inputs, and are never skipped).
+RECORDED = ("table", "incremental", "snapshot")
+SKIPPABLE = ("table", "incremental", "view")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A model between ``before`` and ``after``."""
+
+    table: TableName
+    materialized: str
+    started_ms: int
+    candidate: Candidate | None
+    decision: Decision | None
+
+
+class BuildSession:
+    def __init__(
+        self,
+        services: Services,
+        pins: PinSession,
+        version: str,
+        full_refresh: Callable[[], bool],
+        branch_run: bool,
+    ) -> None:
+        self.services = services
+        self.pins = pins
+        self.version = version
+        self.full_refresh = full_refresh
+        self.branch_run = branch_run
+        self._lock = threading.Lock()
+        # reader node -> {rendered relation: what it names}
+        self._rendered: dict[str, dict[str, str]] = {}
+        self._names: dict[str, str] | None = None
+        self._pending: dict[str, Pending] = {}
+        self._finished: set[str] = set()
+
+    # -- compile time ---------------------------------------------------------------------
+
+    def saw_read(self, reader_node: str | None, relation: Any, read: Any) -> None:
+        """``reader_node``'s SQL names ``relation`` as ``read`` (a pinned read, or itself)."""
+        if not reader_node:
+            return
+        logical = self._logical(TableName.from_relation(relation))
+        with self._lock:
+            rendered = self._rendered.setdefault(reader_node, {})
+            rendered[str(read)] = logical
+            rendered[str(relation)] = logical
+
+    def _logical(self, table: TableName | str) -> str:
+        """The dbt node a table is (its unique id; a model, seed or snapshot), else its name."""
+        with self._lock:
+            if self._names is None:
+                self._names = node_names(self.pins.graph, self.services.catalog)
+            return self._names.get(str(table), str(table))
+
+    # -- the run --------------------------------------------------------------------------
+
+    def check_run_var(self) -> None:
+        """A bad ``skip_unchanged`` run var stops the run before anything is built."""
+        self._run_var()
+
+    def check_configs(self, graph: Mapping[str, Any], selected: list[str]) -> None:
+        """A bad ``skip_unchanged`` config on any selected model stops the run before anything
+        is built."""
+        nodes = graph.get("nodes", {})
+        for uid in selected:
+            config = (nodes.get(uid) or {}).get("config") or {}
+            if config.get(SKIP_VAR) is not None:
+                _flag(config[SKIP_VAR], f"the config of {uid}")
+
+    def wanted(self, node: Any) -> bool:
+        """Whether ``skip_unchanged`` is on for ``node``: --vars, else its config, else the
+        project's vars."""
+        run_var = self._run_var()
+        if run_var is not None:
+            return run_var
+        configured = node.config.get(SKIP_VAR)
+        if configured is not None:
+            return _flag(configured, f"the config of {node.unique_id}")
+        project = self.services.project_vars.get(SKIP_VAR)
+        return _flag(project, "the project's vars") if project is not None else False
+
+    def _run_var(self) -> bool | None:
+        if SKIP_VAR not in self.services.cli_vars:
+            return None
+        return _flag(self.services.cli_vars[SKIP_VAR], "--vars")
+
+    def before(self, node: Any, this_sql: str) -> None:
+        """Take what the build would read and its fingerprint; decide when asked to skip."""
+        materialized = getattr(node.config, "materialized", None)
+        if materialized not in RECORDED and materialized not in SKIPPABLE:
+            return
+        started_ms = int(time.time() * 1000)
+        candidate = self.candidate(node, this_sql) if materialized in RECORDED else None
+        decision = None
+        if skippable(node) and self.wanted(node):
+            decision = self._decide(node, candidate)
+            if decision.build and candidate is not None:
+                decision = self._reuse_production(node, candidate) or decision
+            if decision.build:
+                logger.info(f"icetime: building {node.name}: {decision.reason}")
+        table = TableName.from_node(node, self.services.catalog)
+        with self._lock:
+            self._finished.discard(node.unique_id)
+            self._pending[node.unique_id] = Pending(
+                table, materialized, started_ms, candidate, decision
+            )
+
+    def plan_decision(self, node: Any, this_sql: str) -> Decision:
+        """What a run with skip_unchanged would do with ``node`` (compiled), writing nothing."""
+        if not skippable(node):
+            return build("only SQL table, incremental and view models are skipped")
+        materialized = node.config.materialized
+        candidate = self.candidate(node, this_sql) if materialized in RECORDED else None
+        return self._decide(node, candidate)
+
+    def _reuse_production(self, node: Any, candidate: Candidate) -> Decision | None:
+        """In a --defer run: production's table, when its record matches this build exactly
+        (the model is then cloned from it, zero-copy, instead of built)."""
+        state = getattr(node, "defer_relation", None)
+        if state is None or self.pins.deferral is None or self._forced(node):
+            return None
+        kind = {"resource_type": node.resource_type}
+        production = TableName.from_node({**state.to_dict(), **kind}, self.services.catalog)
+        if production == TableName.from_node(node, self.services.catalog):
+            return None
+        found = self._decide_table(production, candidate)
+        if found.build:
+            logger.info(f"icetime: not reusing production's {production}: {found.reason}")
+            return None
+        return Decision(False, f"production's build matches ({found.reason})", (), str(production))
+
+    def _forced(self, node: Any) -> bool:
+        return self.full_refresh() or node.config.get("full_refresh") is True or self.branch_run
+
+    def _decide(self, node: Any, candidate: Candidate | None) -> Decision:
+        if self.full_refresh() or node.config.get("full_refresh") is True:
+            return build("--full-refresh")
+        if self.branch_run:
+            return build("a branch run builds every model")
+        table = TableName.from_node(node, self.services.catalog)
+        if candidate is not None:
+            return self._decide_table(table, candidate)
+        return self._decide_view(node, table)
+
+    def candidate(self, node: Any, this_sql: str) -> Candidate:
+        """What the build of ``node`` reads, and its fingerprint."""
+        uid = node.unique_id
+        with self._lock:
+            names = dict(self._rendered.get(uid, {}))
+        names[this_sql] = "this"
+        config = node.config.to_dict(omit_none=True) if hasattr(node.config, "to_dict") else {}
+        columns = {
+            name: column.to_dict() if hasattr(column, "to_dict") else dict(column)
+            for name, column in (getattr(node, "columns", None) or {}).items()
+        }
+        digest = fingerprint(
+            sql=getattr(node, "compiled_code", None) or "",
+            names=names,
+            language=str(getattr(node, "language", "sql")),
+            config=config,
+            columns=columns,
+            description=getattr(node, "description", None),
+        )
+        reads = self.pins.reads_of(uid)
+        views: dict[str, str] = {}
+        unreadable = dict(reads.unreadable)
+        foreign = list(reads.foreign)
+        for view in reads.views:
+            try:
+                views[self._logical(view)] = sql_digest(self.services.reader.view_sql(view))
+            except TableNotFoundError:
+                foreign.append(str(view))
+            except MetadataError as exc:
+                unreadable[str(view)] = str(exc.msg)
+        return Candidate(
+            fingerprint=digest,
+            icetime_version=self.version,
+            inputs=reads.tables,
+            views=views,
+            nodes={
+                table: logical
+                for table in reads.tables
+                if (logical := self._logical(table)) != table
+            },
+            foreign=tuple(sorted(foreign)),
+            empty=tuple(reads.empty),
+            unreadable=unreadable,
+        )
+
+    def _decide_table(self, table: TableName, candidate: Candidate) -> Decision:
+        try:
+            metadata = self.services.reader.table(table)
+        except TableNotFoundError:
+            return build("not built yet")
+        except MetadataError as exc:
+            return build(f"its metadata could not be read: {exc.msg}")
+        try:
+            record = read_record(metadata)
+        except UnreadableRecord as exc:
+            return build(f"its build record could not be read: {exc}")
+        return decide(record, metadata.current_snapshot_id, candidate)
+
+    def _decide_view(self, node: Any, view: TableName) -> Decision:
+        """A view is skipped when it already runs exactly the SQL it would be created with."""
+        config = node.config
+        contract = config.get("contract")
+        enforced = getattr(contract, "enforced", False) if contract is not None else False
+        if enforced or config.get("persist_docs"):
+            return build("its contract or persisted docs are part of its definition")
+        try:
+            stored = self.services.reader.view_sql(view)
+        except TableNotFoundError:
+            return build("not built yet")
+        except MetadataError as exc:
+            return build(f"its SQL could not be read: {exc.msg}")
+        if stored.strip() != (getattr(node, "compiled_code", None) or "").strip():
+            return build("its SQL changed")
+        return Decision(False, "unchanged: the view already runs this SQL")
+
+    def skipped(self, node_id: str) -> Decision | None:
+        """The decision not to build the model in this run (None: it is built)."""
+        with self._lock:
+            pending = self._pending.get(node_id)
+        if pending is None or pending.decision is None or pending.decision.build:
+            return None
+        return pending.decision
+
+    def decision(self, node_id: str) -> Decision | None:
+        with self._lock:
+            pending = self._pending.get(node_id)
+        return pending.decision if pending is not None else None
+
+    def finished(self, node_id: str) -> None:
+        """The model's materialization completed (it did not fail)."""
+        with self._lock:
+            self._finished.add(node_id)
+
+    def after(self, node: Any) -> None:
+        """Record on the table a finished build wrote what it was built from."""
+        uid = node.unique_id
+        with self._lock:
+            pending = self._pending.pop(uid, None)
+            finished = uid in self._finished
+            self._finished.discard(uid)
+        if pending is None or pending.candidate is None or not finished:
+            return
+        if pending.decision is not None and pending.decision.skip:
+            return  # left alone, or cloned from production with production's record
+        candidate = pending.candidate
+        if candidate.unreadable:
+            return  # a record is never written from a guess
+        try:
+            written = self.services.reader.table(pending.table)
+        except TableNotFoundError:
+            return  # nothing written (an empty `--empty` build, say)
+        record = BuildRecord(
+            node=uid,
+            materialized=pending.materialized,
+            snapshot_id=written.current_snapshot_id,
+            inputs={table: snapshot for table, (snapshot, _) in candidate.inputs.items()},
+            input_uuids={table: uuid for table, (_, uuid) in candidate.inputs.items()},
+            input_nodes=candidate.nodes,
+            views=candidate.views,
+            fingerprint=candidate.fingerprint,
+            icetime_version=self.version,
+            built_at_ms=pending.started_ms,
+            invocation_id=self.pins.invocation_id,
+        )
+        faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
+        self.services.execute(set_record_sql(pending.table.sql(), record))
+
+
+def skippable(node: Any) -> bool:
+    """Whether skip_unchanged applies to ``node``: SQL table, incremental (not microbatch,
+    which follows the clock) and view models."""
+    return (
+        getattr(node.config, "materialized", None) in SKIPPABLE
+        and str(getattr(node, "language", "sql")) == "sql"
+        and node.config.get("incremental_strategy") != "microbatch"
+    )
+
+
+def node_names(graph: Mapping[str, Any], catalog: str | None) -> dict[str, str]:
+    """Every table name a node dbt builds has (here, or deferred to) -> its unique id.
+    Sources are the same tables in every environment and keep their names."""
+    names: dict[str, str] = {}
+    for node in graph.get("nodes", {}).values():
+        if node.get("resource_type") not in ("model", "seed", "snapshot"):
+            continue
+        uid = node["unique_id"]
+        names[str(TableName.from_node(node, catalog))] = uid
+        deferred = node.get("defer_relation")
+        if deferred:
+            kind = node.get("resource_type")
+            names[str(TableName.from_node({**deferred, "resource_type": kind}, catalog))] = uid
+    return names
+
+
+def _flag(value: Any, where: str) -> bool:
+    try:
+        return args.flag(value, SKIP_VAR)
+    except errors.ConfigurationError:
+        raise errors.ConfigurationError(
+            errors.BAD_SKIP_UNCHANGED.format(value=value, where=where)
+        ) from None

@@ -1,0 +1,111 @@
+"""A pull-request environment reuses production where nothing differs.
+
+With ``--defer --state`` and ``skip_unchanged``, a model whose code and input snapshots match
+production's build is cloned from production (zero-copy: the clone reads production's data
+files) instead of built; a changed model, and a model over a source that moved since
+production's build, are built.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+
+from tests.support import (
+    PackageProject,
+    data_files,
+    drop_environments,
+    install_package,
+    raw_sources,
+    rows,
+    sql,
+)
+
+COUNTS = (
+    "{{ config(materialized='table') }}\n"
+    "select kind, count(*) as n from {{ ref('stg_events') }} group by kind"
+)
+MODELS = {
+    "stg_events.sql": (
+        "{{ config(materialized='table') }}\nselect id, kind from {{ source('raw', 'events') }}"
+    ),
+    "event_counts.sql": COUNTS,
+    "devices_t.sql": (
+        "{{ config(materialized='table') }}\nselect id, name from {{ source('raw', 'devices') }}"
+    ),
+}
+PR_RUN = ["run", "--target", "pr", "--vars", "{skip_unchanged: true}", "--defer", "--state"]
+
+
+class TestReuseProduction(PackageProject):
+    @pytest.fixture(autouse=True)
+    def clean_environments(self, project: Any) -> Any:
+        yield
+        drop_environments(project)  # the clones pin production's tables
+
+    @pytest.fixture(scope="class")
+    def models(self, unique_schema: str) -> dict[str, str]:
+        # The sources are production's in every target.
+        sources = raw_sources("events", "devices").replace("{{ target.schema }}", unique_schema)
+        return {"sources.yml": sources, **MODELS}
+
+    @pytest.fixture(scope="class")
+    def profiles_config_update(
+        self, dbt_profile_target: dict[str, Any], unique_schema: str
+    ) -> dict[str, Any]:
+        outputs = {
+            "default": {**dbt_profile_target, "schema": unique_schema},
+            "pr": {**dbt_profile_target, "schema": f"{unique_schema}_pr"},
+        }
+        return {"test": {"outputs": outputs, "target": "default"}}
+
+    def test_unchanged_models_are_cloned_changed_ones_built(self, project: Any) -> None:
+        install_package(project)
+        sql(project, "create table {s}.events (id bigint, kind string) using iceberg")
+        sql(project, "create table {s}.devices (id bigint, name string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b'), (3, 'a')")
+        sql(project, "insert into {s}.devices values (1, 'radar')")
+        run_dbt(["run"])
+        state = Path(project.project_root, "prod_state")
+        shutil.copytree(Path(project.project_root, "target"), state)
+        prod, pr = project.test_schema, f"{project.test_schema}_pr"
+
+        # Nothing differs: every model is a zero-copy clone of production's table.
+        results = run_dbt([*PR_RUN, str(state)])
+        assert {r.node.name: str(r.message).split(" at snapshot")[0] for r in results} == {
+            name: f"CLONE of icetime.{prod}.{name}"
+            for name in ("stg_events", "event_counts", "devices_t")
+        }
+        for name in ("stg_events", "event_counts", "devices_t"):
+            assert rows(project, f"select * from icetime.{pr}.{name}") == rows(
+                project, f"select * from icetime.{prod}.{name}"
+            )
+            assert set(data_files(project, f"icetime.{pr}.{name}")) <= set(
+                data_files(project, f"icetime.{prod}.{name}")
+            )
+
+        # A changed model is built; its unchanged parent stays as cloned.
+        write_file(
+            COUNTS + " having count(*) > 1", project.project_root, "models", "event_counts.sql"
+        )
+        results, output = run_dbt_and_capture([*PR_RUN, str(state)])
+        assert {r.node.name: str(r.status) for r in results} == {
+            "stg_events": "no-op",
+            "event_counts": "success",
+            "devices_t": "no-op",
+        }
+        assert "building event_counts: its code or configuration changed" in output
+        assert "not reusing production's" in output
+        assert rows(project, f"select kind, n from icetime.{pr}.event_counts") == [("a", 2)]
+
+        # A source that moved after production's build: what reads it is built, not cloned.
+        sql(project, "insert into {s}.devices values (2, 'optical')")
+        sql(project, f"drop table icetime.{pr}.devices_t")
+        results, output = run_dbt_and_capture([*PR_RUN, str(state), "-s", "devices_t"])
+        assert [str(r.message) for r in results] == ["OK"]
+        assert f"icetime.{prod}.devices moved from snapshot" in output
+        assert rows(project, f"select id from icetime.{pr}.devices_t") == [(1,), (2,)]

@@ -37,10 +37,11 @@ def uses_cluster(nodeid: str) -> bool:
 SLOWEST = (
     CLUSTER_SCOPE,  # ~500: the cluster's start and every test through it
     "test_integration.py[embedded]",  # ~270: the demo project end to end
-    "cdf/test_cdf_faults.py",  # ~220: killed dbt processes, one at a time
+    "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes
     "cdf/test_cdf_property.py",  # ~150 in three scopes
+    "builds/test_skip_unchanged.py",  # ~120, with a killed dbt process
     "test_postgres_catalog.py",  # ~80
     "clones/test_concurrent_janitors.py",
     "adapter/test_basic.py",

@@ -197,7 +197,7 @@ def test_everything_the_same_skips_and_says_since_when() -> None:
             RECORD,
             7,
             replace(SAME, inputs={ORDERS: (100, "u1")}),
-            "model.p.stg is no longer an input",
+            "icetime.analytics.stg is no longer an input",
         ),
         (RECORD, 7, replace(SAME, views={"model.p.v": "sha256:w"}), "view model.p.v changed"),
         (
@@ -233,7 +233,8 @@ def test_environments_compare_built_inputs_by_their_dbt_node() -> None:
     assert decide(RECORD, 7, here).skip
     moved = replace(here, inputs={ORDERS: (100, "u1"), "icetime.analytics__pr.stg": (201, "u9")})
     found = decide(RECORD, 7, moved)
-    assert found.build and found.moved[0].table == "model.p.stg"
+    assert found.build
+    assert found.reason == "icetime.analytics__pr.stg moved from snapshot 200 to 201"
 
 
 # -- the run var and configs -----------------------------------------------------------------
@@ -268,7 +269,7 @@ def test_the_run_var_overrides_the_config_which_overrides_the_project() -> None:
     assert session({}).wanted(model()) is False
 
 
-def test_tables_of_built_nodes_are_named_by_the_node_here_and_in_the_deferred_state() -> None:
+def test_tables_are_named_by_their_node_here_and_in_the_deferred_state() -> None:
     graph = {
         "nodes": {
             "model.p.stg": {
@@ -281,11 +282,21 @@ def test_tables_of_built_nodes_are_named_by_the_node_here_and_in_the_deferred_st
                 "defer_relation": {"database": "icetime", "schema": "analytics", "alias": "stg"},
             }
         },
-        "sources": {"source.p.raw.orders": {"resource_type": "source"}},
+        "sources": {
+            "source.p.raw.orders": {
+                "unique_id": "source.p.raw.orders",
+                "resource_type": "source",
+                "database": "icetime",
+                "schema": "raw__pr",
+                "identifier": "orders",
+                "name": "orders",
+            }
+        },
     }
     assert node_names(graph, "icetime") == {
         "icetime.analytics__pr.stg": "model.p.stg",
         "icetime.analytics.stg": "model.p.stg",
+        "icetime.raw__pr.orders": "source.p.raw.orders",
     }
 
 

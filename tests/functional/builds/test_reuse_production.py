@@ -20,6 +20,7 @@ from tests.support import (
     data_files,
     drop_environments,
     install_package,
+    operation,
     raw_sources,
     rows,
     sql,
@@ -49,8 +50,10 @@ class TestReuseProduction(PackageProject):
 
     @pytest.fixture(scope="class")
     def models(self, unique_schema: str) -> dict[str, str]:
-        # The sources are production's in every target.
-        sources = raw_sources("events", "devices").replace("{{ target.schema }}", unique_schema)
+        # The sources are production's in every target (an environment passes its clones').
+        sources = raw_sources("events", "devices").replace(
+            "{{ target.schema }}", f"{{{{ var('raw', '{unique_schema}') }}}}"
+        )
         return {"sources.yml": sources, **MODELS}
 
     @pytest.fixture(scope="class")
@@ -60,6 +63,7 @@ class TestReuseProduction(PackageProject):
         outputs = {
             "default": {**dbt_profile_target, "schema": unique_schema},
             "pr": {**dbt_profile_target, "schema": f"{unique_schema}_pr"},
+            "e1": {**dbt_profile_target, "schema": f"{unique_schema}__e1"},
         }
         return {"test": {"outputs": outputs, "target": "default"}}
 
@@ -109,3 +113,24 @@ class TestReuseProduction(PackageProject):
         assert [str(r.message) for r in results] == ["OK"]
         assert f"icetime.{prod}.devices moved from snapshot" in output
         assert rows(project, f"select id from icetime.{pr}.devices_t") == [(1,), (2,)]
+
+    def test_an_environment_of_clones_skips_what_production_built(self, project: Any) -> None:
+        """icetime.create_environment clones production with its build records; a skipping run
+        there builds nothing that production's build already holds."""
+        run_dbt(["run"])  # production catches up with the source the last test moved
+        env_schema = f"{project.test_schema}__e1"
+        operation(
+            "create_environment",
+            {"env": "e1", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
+        )
+        in_env = ["run", "--target", "e1", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}"]
+        results = run_dbt(in_env)
+        assert {str(r.status) for r in results} == {"no-op"}, [r.message for r in results]
+        # A commit to the environment's clone of a source builds what reads it, there only.
+        sql(project, f"insert into icetime.{env_schema}.events values (4, 'c')")
+        results = run_dbt(in_env)
+        assert {r.node.name for r in results if str(r.status) != "no-op"} == {
+            "stg_events",
+            "event_counts",
+        }
+        assert rows(project, f"select kind, n from icetime.{env_schema}.event_counts") == [("a", 2)]

@@ -198,6 +198,16 @@ class TestSkipUnchanged(PackageProject):
         assert "building customers_t: the table changed after its recorded build" in output
         self.check_oracles(project)
 
+        # An input whose metadata cannot be read stops the run: never read as unchanged.
+        metadata = current_metadata_file(project, "customers")
+        saved = metadata.read_bytes()
+        metadata.write_text("{ not metadata")
+        try:
+            output = run_failing(["run", *SKIP, "-s", "customers_t"])
+        finally:
+            metadata.write_bytes(saved)
+        assert f"Cannot pin icetime.{project.test_schema}.customers" in output, output
+
         # Killed after the commit, before the record: the next run builds it again.
         sql(project, "insert into {s}.customers values (3, 'hedy')")
         killed = run_dbt_process(

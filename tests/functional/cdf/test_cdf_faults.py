@@ -22,10 +22,9 @@ from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from tests.support import MOR, ROOT, profile_target, run_dbt_process, write_project
 
-SCHEMA = "cdf_faults"
 MODELS = {
     "sources.yml": (
-        f"version: 2\nsources:\n  - name: raw\n    schema: {SCHEMA}\n"
+        'version: 2\nsources:\n  - name: raw\n    schema: "{{ target.schema }}"\n'
         "    tables:\n      - name: orders\n"
     ),
     "latest.sql": (
@@ -47,54 +46,54 @@ MODELS = {
         "from {{ icetime.changes(source('raw', 'orders')) }}"
     ),
 }
-FAULTS = [
-    # First, while the log's watermarks are still the ones its first run (a rebuild) committed
-    # with its data, so they name no target snapshot: the re-run must still see the append.
-    (AFTER_DATA_COMMIT, "log"),
-    (BEFORE_WRITE, "latest"),
-    (DURING_WRITE, "latest"),
-    (AFTER_DATA_COMMIT, "latest"),
-    (BEFORE_WRITE, "log"),
-    (DURING_WRITE, "log"),
-    (BEFORE_WRITE, "latest_auto"),
-    (DURING_WRITE, "latest_auto"),
-    (AFTER_DATA_COMMIT, "latest_auto"),
-]
+# Three independent histories (each a schema of its own, from its own first run), so the test
+# runner can spread them over its workers. In each, the first kill finds the watermarks the
+# first run (a rebuild) committed with its data, which name no target snapshot: the re-run must
+# still see what the killed run committed.
+FAULT_GROUPS = {
+    "merge": [(AFTER_DATA_COMMIT, "log"), (BEFORE_WRITE, "latest"), (DURING_WRITE, "latest")],
+    "log": [(BEFORE_WRITE, "log"), (AFTER_DATA_COMMIT, "latest"), (DURING_WRITE, "log")],
+    "auto": [
+        (BEFORE_WRITE, "latest_auto"),
+        (DURING_WRITE, "latest_auto"),
+        (AFTER_DATA_COMMIT, "latest_auto"),
+    ],
+}
 
 
 @pytest.fixture(scope="module")
 def spark(icetime_home: Path) -> Any:
     creds = IcetimeCredentials.from_dict(
-        {"method": "session", "schema": SCHEMA, "icetime_dir": str(icetime_home)}
+        {"method": "session", "schema": "cdf_faults", "icetime_dir": str(icetime_home)}
     )
     return spark_session(creds)
 
 
-def rows(spark: Any, query: str) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in spark.sql(query.replace("{s}", f"icetime.{SCHEMA}")).collect())
+def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark: Any) -> None:
+    schema = f"cdf_faults_{group}"
 
+    def rows(query: str) -> list[tuple[Any, ...]]:
+        found = spark.sql(query.replace("{s}", f"icetime.{schema}")).collect()
+        return sorted(tuple(r) for r in found)
 
-def test_killed_runs_then_rerun_equal_full_rebuild(
-    tmp_path: Path, icetime_home: Path, spark: Any
-) -> None:
-    project = write_project(tmp_path, profile_target(icetime_home, schema=SCHEMA), MODELS)
+    project = write_project(tmp_path, profile_target(icetime_home, schema=schema), MODELS)
     (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
     (project / "dbt_packages").mkdir()
     (project / "dbt_packages" / "icetime").symlink_to(ROOT, target_is_directory=True)
 
-    spark.sql(f"create namespace if not exists icetime.{SCHEMA}")
+    spark.sql(f"create namespace if not exists icetime.{schema}")
     for table in ("orders", "latest", "latest_auto", "log"):
-        spark.sql(f"drop table if exists icetime.{SCHEMA}.{table} purge")
+        spark.sql(f"drop table if exists icetime.{schema}.{table} purge")
     spark.sql(
-        f"create table icetime.{SCHEMA}.orders (order_id bigint, status string, amount int) "
+        f"create table icetime.{schema}.orders (order_id bigint, status string, amount int) "
         f"using iceberg {MOR}"
     )
-    spark.sql(f"insert into icetime.{SCHEMA}.orders select id, 'open', 1 from range(0, 30)")
+    spark.sql(f"insert into icetime.{schema}.orders select id, 'open', 1 from range(0, 30)")
     first = run_dbt_process(project, "run")
     assert first.returncode == 0, first.output
 
-    for step, (point, model) in enumerate(FAULTS, start=1):
-        orders = f"icetime.{SCHEMA}.orders"
+    for step, (point, model) in enumerate(FAULT_GROUPS[group], start=1):
+        orders = f"icetime.{schema}.orders"
         spark.sql(f"update {orders} set amount = amount + 1 where order_id % 3 = {step % 3}")
         spark.sql(f"insert into {orders} values ({100 + step}, 'open', 1)")
         spark.sql(f"delete from {orders} where order_id = {step + 10}")
@@ -108,11 +107,10 @@ def test_killed_runs_then_rerun_equal_full_rebuild(
         assert killed.returncode == 137, f"{point}/{model}: not killed\n{killed.output}"
         # Watermarks are never lost: a rebuild commits its new ones with its data, so a kill
         # leaves the old (before the commit) or the new (after it, naming no target snapshot).
-        state = str(
-            rows(spark, f"show tblproperties icetime.{SCHEMA}.{model} ('icetime.cdf.state')")
-        )
+        state = str(rows(f"show tblproperties {{s}}.{model} ('icetime.cdf.state')"))
         assert "does not have property" not in state, f"{point}/{model}: {state}"
-        # latest_auto is rebuilt by every run; the log's first run was a rebuild.
+        # latest_auto is rebuilt by every run; before the first re-run, every model's
+        # watermarks are the first run's, a rebuild's.
         by_rebuild = model == "latest_auto" or step == 1
         assert ('"target_snapshot_id": null' in state) == by_rebuild, f"{point}/{model}: {state}"
         rebuilt = model == "latest_auto" and point == AFTER_DATA_COMMIT
@@ -124,14 +122,36 @@ def test_killed_runs_then_rerun_equal_full_rebuild(
             assert "re-applying the changes since that watermark" in again.output
         where = f"after a kill {point} in {model}"
         for merged in ("latest", "latest_auto"):
-            assert rows(spark, f"select order_id, status, amount from {{s}}.{merged}") == rows(
-                spark, "select * from {s}.orders"
+            assert rows(f"select order_id, status, amount from {{s}}.{merged}") == rows(
+                "select * from {s}.orders"
             ), where
         net = (
             "select order_id, status, amount, sum(case when _change_type in "
             "('insert', 'update_after') then 1 else -1 end) as n from {s}.log group by 1, 2, 3"
         )
-        assert rows(spark, f"select order_id, status, amount from ({net}) where n = 1") == rows(
-            spark, "select * from {s}.orders"
+        assert rows(f"select order_id, status, amount from ({net}) where n = 1") == rows(
+            "select * from {s}.orders"
         ), where
-        assert rows(spark, f"select count(*) from ({net}) where n not in (0, 1)") == [(0,)], where
+        assert rows(f"select count(*) from ({net}) where n not in (0, 1)") == [(0,)], where
+
+
+# One class per history: each is a scope of its own for the test runner's workers.
+class TestKilledMergeRuns:
+    def test_killed_runs_then_rerun_equal_full_rebuild(
+        self, tmp_path: Path, icetime_home: Path, spark: Any
+    ) -> None:
+        killed_runs_then_rerun("merge", tmp_path, icetime_home, spark)
+
+
+class TestKilledLogRuns:
+    def test_killed_runs_then_rerun_equal_full_rebuild(
+        self, tmp_path: Path, icetime_home: Path, spark: Any
+    ) -> None:
+        killed_runs_then_rerun("log", tmp_path, icetime_home, spark)
+
+
+class TestKilledAutoRuns:
+    def test_killed_runs_then_rerun_equal_full_rebuild(
+        self, tmp_path: Path, icetime_home: Path, spark: Any
+    ) -> None:
+        killed_runs_then_rerun("auto", tmp_path, icetime_home, spark)

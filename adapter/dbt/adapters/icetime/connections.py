@@ -11,7 +11,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any, cast
 
-from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.contracts.connection import Connection, ConnectionState, LazyHandle
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
@@ -109,6 +109,15 @@ class IcetimeConnectionManager(SparkConnectionManager):
         connection.handle = IcetimeSessionWrapper(IcetimeSessionHandle(session))  # type: ignore[arg-type]
         connection.state = ConnectionState.OPEN
         return connection
+
+    @classmethod
+    def _rollback_handle(cls, connection: Connection) -> None:
+        """Spark has no transactions: a connection never opened has nothing to roll back, and
+        is not opened (started) to do it. A run that ran no statement (every model skipped)
+        then never starts Spark."""
+        if isinstance(connection._handle, LazyHandle):
+            return
+        super()._rollback_handle(connection)
 
     @classmethod
     def get_result_from_cursor(cls, cursor: Any, limit: int | None) -> Any:

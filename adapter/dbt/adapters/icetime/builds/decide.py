@@ -43,7 +43,7 @@ class Candidate:
     inputs: Mapping[str, tuple[int, str]]
     # view (by its dbt node) -> digest of its SQL
     views: Mapping[str, str]
-    # table -> the dbt node it is, for the tables dbt builds
+    # table -> what it is in any environment (its dbt node, or what it is a clone of)
     nodes: Mapping[str, str] = field(default_factory=dict)
     foreign: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
@@ -94,7 +94,9 @@ def decide(
         return build(f"input {candidate.foreign[0]} is not an Iceberg table of this catalog")
     if candidate.empty:
         return build(f"input {candidate.empty[0]} has no snapshot")
-    moved = moved_inputs(record.logical_inputs(), candidate.logical_inputs())
+    moved = moved_inputs(
+        record.logical_inputs(), candidate.logical_inputs(), shown(record, candidate)
+    )
     if moved:
         return build("; ".join(m.describe() for m in moved), moved)
     for view in sorted(set(record.views) | set(candidate.views)):
@@ -104,9 +106,19 @@ def decide(
     return Decision(False, f"unchanged: inputs at the snapshots of the build at {when}")
 
 
-def moved_inputs(recorded: Mapping[str, int], now: Mapping[str, int]) -> tuple[Moved, ...]:
+def moved_inputs(
+    recorded: Mapping[str, int], now: Mapping[str, int], names: Mapping[str, str]
+) -> tuple[Moved, ...]:
+    """The inputs (by what they are) whose snapshot differs, each named by its table."""
     return tuple(
-        Moved(table, recorded.get(table), now.get(table))
-        for table in sorted(set(recorded) | set(now))
-        if recorded.get(table) != now.get(table)
+        Moved(names.get(key, key), recorded.get(key), now.get(key))
+        for key in sorted(set(recorded) | set(now))
+        if recorded.get(key) != now.get(key)
     )
+
+
+def shown(record: BuildRecord, candidate: Candidate) -> dict[str, str]:
+    """The table each input is read as: this run's name, else the recorded build's."""
+    names = {record.input_nodes.get(t, t): t for t in record.inputs}
+    names.update({candidate.nodes.get(t, t): t for t in candidate.inputs})
+    return names

@@ -89,7 +89,7 @@ class BuildSession:
     def _logical(self, table: TableName | str) -> str:
         """The dbt node a table is (its unique id; a model, seed or snapshot), else its name."""
         with self._lock:
-            if self._names is None:
+            if not self._names:  # built once the invocation's graph is known
                 self._names = node_names(self.pins.graph, self.services.catalog)
             return self._names.get(str(table), str(table))
 
@@ -218,15 +218,24 @@ class BuildSession:
             icetime_version=self.version,
             inputs=reads.tables,
             views=views,
-            nodes={
-                table: logical
-                for table in reads.tables
-                if (logical := self._logical(table)) != table
-            },
+            nodes=self._input_identities(list(reads.tables), reads.clone_of),
             foreign=tuple(sorted(foreign)),
             empty=tuple(reads.empty),
             unreadable=unreadable,
         )
+
+    def _input_identities(self, tables: list[str], clone_of: Mapping[str, str]) -> dict[str, str]:
+        """What each input is in any environment, where that is not its own name: the dbt
+        node it is (a source, or what dbt builds), else (a zero-copy clone in an environment)
+        what it is a clone of."""
+        found = {}
+        for table in tables:
+            logical = self._logical(table)
+            if logical == table and table in clone_of:
+                logical = self._logical(clone_of[table])
+            if logical != table:
+                found[table] = logical
+        return found
 
     def _decide_table(self, table: TableName, candidate: Candidate) -> Decision:
         try:
@@ -322,11 +331,11 @@ def skippable(node: Any) -> bool:
 
 
 def node_names(graph: Mapping[str, Any], catalog: str | None) -> dict[str, str]:
-    """Every table name a node dbt builds has (here, or deferred to) -> its unique id.
-    Sources are the same tables in every environment and keep their names."""
+    """Every table name a node of the project has (here, or deferred to) -> its unique id:
+    sources, then what dbt builds (which wins if a source names a model's table)."""
     names: dict[str, str] = {}
-    for node in graph.get("nodes", {}).values():
-        if node.get("resource_type") not in ("model", "seed", "snapshot"):
+    for node in (*graph.get("sources", {}).values(), *graph.get("nodes", {}).values()):
+        if node.get("resource_type") not in ("source", "model", "seed", "snapshot"):
             continue
         uid = node["unique_id"]
         names[str(TableName.from_node(node, catalog))] = uid

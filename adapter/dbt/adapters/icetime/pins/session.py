@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, properties
 from dbt.adapters.icetime.errors import MetadataError, PinError, TableNotFoundError
 from dbt.adapters.icetime.metadata import MetadataReader, RefKind, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtRef, Point
@@ -300,6 +300,7 @@ class PinSession:
             pinned = self._pinned.get(key) if direct else None
             if pinned is not None:
                 found.tables[key] = (pinned.snapshot_id, pinned.metadata.table_uuid)
+                found.note_clone(key, pinned.metadata)
                 continue
             try:
                 metadata = self.reader.table(table)
@@ -311,6 +312,7 @@ class PinSession:
                 continue
             if metadata.current_snapshot_id is not None:
                 found.tables[key] = (metadata.current_snapshot_id, metadata.table_uuid)
+                found.note_clone(key, metadata)
             else:
                 found.empty.append(key)
         return found
@@ -378,6 +380,13 @@ class BuildInputs:
     empty: list[str] = field(default_factory=list)
     # table -> why its metadata could not be read
     unreadable: dict[str, str] = field(default_factory=dict)
+    # table -> the table it is a zero-copy clone of (an environment's copy of a source)
+    clone_of: dict[str, str] = field(default_factory=dict)
+
+    def note_clone(self, table: str, metadata: TableMetadata) -> None:
+        source = metadata.properties.get(properties.CLONE_SOURCE)
+        if source:
+            self.clone_of[table] = source
 
 
 @dataclass(frozen=True)

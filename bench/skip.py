@@ -1,9 +1,9 @@
 """Build-skipping benchmark (issue 20): a 50-model project over 5 sources.
 
 The project: 5 Iceberg sources of ROWS rows each; 5 staging views (one per source); 25
-intermediate tables, five per source, each an aggregation of one staging view; 20 marts, each
-joining two intermediate tables of two different sources. Every `dbt run` is a fresh process,
-as a scheduler starts it.
+intermediate tables, five per source, each an aggregation of one staging view (with --join, of
+two staging views joined row by row); 20 marts, each joining two intermediate tables. Every
+`dbt run` is a fresh process, as a scheduler starts it.
 
 1. Nothing changed: `dbt run --vars '{skip_unchanged: true}'` against `dbt run` (every model
    rebuilt), alternating, REPEAT times each (target: at least 10x faster).
@@ -16,8 +16,9 @@ as a scheduler starts it.
    production, the changed one built) against building every model of the same pull request
    in a target of its own.
 
-Usage: .venv/bin/python bench/skip.py [--repeat N] [--rows N]
-Writes bench/results/skip.md.
+Usage: .venv/bin/python bench/skip.py [--repeat N] [--rows N] [--join]
+Writes bench/results/skip.md (skip-join.md with --join: intermediate models that join two
+sources instead of aggregating one, so each build costs more).
 """
 
 from __future__ import annotations
@@ -40,9 +41,12 @@ WORK = ROOT / "bench" / ".work" / "skip"
 DBT = str(Path(sys.executable).with_name("dbt"))
 SOURCES = 5
 SKIP = json.dumps({"skip_unchanged": True})
+# The skipping runs keep their own target directory, as a scheduled job with one command line
+# does: each kind of run then parses partially (a change of --vars would re-parse the project).
+SKIPPING = ("run", "--vars", SKIP, "--target-path", "target_skip")
 
 
-def write_project(rows: int) -> Path:
+def write_project(rows: int, join: bool) -> Path:
     project = WORK / "project"
     models = project / "models"
     models.mkdir(parents=True)
@@ -71,10 +75,18 @@ def write_project(rows: int) -> Path:
             f"select id, id % 1000 as k, v from {{{{ source('raw', 's{i}') }}}}"
         )
     for j in range(25):
-        (models / f"int_{j:02d}.sql").write_text(
-            f"select k, count(*) as n, sum(v * {j + 1}) as total "
-            f"from {{{{ ref('stg_s{j % SOURCES}') }}}} group by k"
-        )
+        if join:  # also reads the next source, joined row by row
+            sql = (
+                f"select a.k, count(*) as n, sum(a.v * {j + 1} + b.v) as total "
+                f"from {{{{ ref('stg_s{j % SOURCES}') }}}} as a "
+                f"join {{{{ ref('stg_s{(j + 1) % SOURCES}') }}}} as b on a.id = b.id group by a.k"
+            )
+        else:
+            sql = (
+                f"select k, count(*) as n, sum(v * {j + 1}) as total "
+                f"from {{{{ ref('stg_s{j % SOURCES}') }}}} group by k"
+            )
+        (models / f"int_{j:02d}.sql").write_text(sql)
     for m in range(20):
         a, b = m % 25, (m + 1 + m // 5) % 25
         if a % SOURCES == b % SOURCES:
@@ -116,11 +128,11 @@ class Project:
             raise SystemExit(f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}")
         return time.perf_counter() - started
 
-    def results(self) -> list[dict]:
-        return list(json.loads((self.root / "target" / "run_results.json").read_text())["results"])
+    def results(self, target: str = "target") -> list[dict]:
+        return list(json.loads((self.root / target / "run_results.json").read_text())["results"])
 
-    def built(self) -> set[str]:
-        return {r["unique_id"] for r in self.results() if r["status"] != "no-op"}
+    def built(self, target: str = "target") -> set[str]:
+        return {r["unique_id"] for r in self.results(target) if r["status"] != "no-op"}
 
     def descendants(self, source: str) -> set[str]:
         manifest = json.loads((self.root / "target" / "manifest.json").read_text())
@@ -152,11 +164,14 @@ def execute_ms(results: list[dict]) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--rows", type=int, default=300_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--join", action="store_true", help="intermediate models join two sources row by row"
+    )
     options = parser.parse_args()
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    project = Project(write_project(options.rows))
+    project = Project(write_project(options.rows, options.join))
     project.dbt("run-operation", "bench_setup")
     project.dbt("run")  # every table exists and carries its build record
 
@@ -164,16 +179,16 @@ def main() -> None:
     full, skipped, decisions = [], [], []
     for _ in range(options.repeat):
         full.append(project.dbt("run"))
-        skipped.append(project.dbt("run", "--vars", SKIP))
-        statuses = {r["status"] for r in project.results()}
+        skipped.append(project.dbt(*SKIPPING))
+        statuses = {r["status"] for r in project.results("target_skip")}
         assert statuses == {"no-op"}, statuses
-        decisions.extend(execute_ms(project.results()))
+        decisions.extend(execute_ms(project.results("target_skip")))
     ratio = statistics.median(full) / statistics.median(skipped)
 
     # 2. One source changed: only its descendants build.
     project.dbt("run-operation", "bench_land", "--args", "{source: s0}")
-    one_source = project.dbt("run", "--vars", SKIP)
-    built, expected = project.built(), project.descendants("s0")
+    one_source = project.dbt(*SKIPPING)
+    built, expected = project.built("target_skip"), project.descendants("s0")
     views = {uid for uid in expected if "stg_" in uid}  # a view over a moved table is unchanged
     exact = built == expected - views
 
@@ -189,12 +204,14 @@ def main() -> None:
     cloned = len(clones)
     build_all = project.dbt("run", "--target", "pr_full")  # the same pull request, every model
 
+    shape = "each joining two sources" if options.join else "each aggregating one source"
     write_results(
-        "skip",
+        "skip-join" if options.join else "skip",
         "Build-skipping benchmark",
-        f"Machine: {os.cpu_count()} cores. 50 models (5 views, 45 tables) over 5 sources of "
-        f"{options.rows:,} rows. Run `.venv/bin/python bench/skip.py --repeat "
-        f"{options.repeat} --rows {options.rows}`. Each `dbt run` is a fresh process.",
+        f"Machine: {os.cpu_count()} cores. 50 models (5 views, 25 intermediate tables {shape}, "
+        f"20 marts) over 5 sources of {options.rows:,} rows. Run `.venv/bin/python "
+        f"bench/skip.py --repeat {options.repeat} --rows {options.rows}"
+        f"{' --join' if options.join else ''}`. Each `dbt run` is a fresh process.",
         [
             measured("`dbt run`, every model rebuilt, s", full, 1),
             measured("`dbt run --vars '{skip_unchanged: true}'`, nothing changed, s", skipped, 1),

@@ -166,6 +166,25 @@ def test_merge_on_read_delete_manifests(readers: Any, spark: Any) -> None:
         assert contents == {"data", "deletes"}
 
 
+def test_readers_agree_on_a_views_sql(readers: Any, spark: Any) -> None:
+    """Build skipping digests each view a model reads through: both paths read the same SQL."""
+    spark.sql(f"create table if not exists icetime.{NAMESPACE}.vbase (id bigint) using iceberg")
+    view = TableName("icetime", NAMESPACE, "v_read")
+    view_sql = f"select id, 'a\nAS\nb' as note from icetime.{NAMESPACE}.vbase where id > 1"
+    try:
+        spark.sql(f"create or replace view {view.sql()} as {view_sql}")
+        assert [reader.view_sql(view) for reader in readers] == [view_sql, view_sql]
+        spark.sql(f"create or replace view {view.sql()} as select 1 as id")
+        assert [reader.view_sql(view) for reader in readers] == ["select 1 as id"] * 2
+    finally:
+        spark.sql(f"drop view if exists {view.sql()}")
+    for reader in readers:  # a table is not a view; a missing view is an answer
+        with pytest.raises(errors.MetadataError):
+            reader.view_sql(TableName("icetime", NAMESPACE, "vbase"))
+        with pytest.raises(errors.TableNotFoundError):
+            reader.view_sql(view)
+
+
 def test_missing_table_is_an_error_on_both_paths(readers: Any) -> None:
     missing = TableName("icetime", NAMESPACE, "no_such_table")
     for reader in readers:

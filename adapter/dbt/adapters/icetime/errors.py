@@ -464,7 +464,7 @@ PROTECTED_NEWER = "it was last written at {written}, after its newest pinned inp
 
 # -- build records and skipping (builds/) --------------------------------------------------------
 
-VIEW_SQL_MISSING = "Spark SQL did not report the SQL of view {view} (no 'View Text' row)."
+VIEW_SQL_MISSING = "Spark SQL did not report the SQL of view {view} (SHOW CREATE TABLE)."
 VIEW_METADATA_UNREADABLE = "Could not read the SQL of view {view} from {file}: {reason}"
 BUILD_RECORD_UNREADABLE = "The build record of {table} could not be read: {reason}"
 BAD_SKIP_UNCHANGED = (

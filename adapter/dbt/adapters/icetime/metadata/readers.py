@@ -239,11 +239,14 @@ class SparkSqlReader:
         return location, self._text(name, location).encode()
 
     def view_sql(self, name: TableName) -> str:
-        rows = self._query(name, f"describe table extended {name.sql()}")
-        for row in rows:
-            if str(row[0]).strip() == "View Text":
-                return str(row[1])
-        raise errors.MetadataError(errors.VIEW_SQL_MISSING.format(view=name))
+        # Spark 3.5 describes an Iceberg view without its text; SHOW CREATE TABLE has it, after
+        # the column list and properties: "CREATE VIEW v (...)\nTBLPROPERTIES (...)\nAS\n<sql>".
+        rows = self._query(name, f"show create table {name.sql()}")
+        text = str(rows[0][0]) if rows else ""
+        header, found, sql = text.partition("\nAS\n")
+        if not found or not header.lstrip().upper().startswith("CREATE VIEW"):
+            raise errors.MetadataError(errors.VIEW_SQL_MISSING.format(view=name))
+        return sql.strip()
 
     def _text(self, name: TableName, location: str) -> str:
         if location.endswith(".gz.metadata.json"):

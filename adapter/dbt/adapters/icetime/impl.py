@@ -134,6 +134,12 @@ class IcetimeAdapter(SparkAdapter):
         """
         direct = self._catalog_database(schema_relation.database)
         if direct is not None and schema_relation.schema:
+            try:
+                in_catalog = direct.relations(schema_relation.schema)
+            except errors.CatalogError as exc:
+                raise errors.CatalogError(
+                    errors.LISTING_FAILED.format(schema=schema_relation, reason=exc.msg)
+                ) from exc
             return [
                 self._relation(
                     schema_relation.database,
@@ -141,7 +147,7 @@ class IcetimeAdapter(SparkAdapter):
                     name,
                     RelationType.View if is_view else RelationType.Table,
                 )
-                for name, is_view in direct.relations(schema_relation.schema)
+                for name, is_view in in_catalog
             ]
         try:
             tables, views = (

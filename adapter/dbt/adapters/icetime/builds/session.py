@@ -158,7 +158,7 @@ class BuildSession:
         """In a --defer run: production's table, when its record matches this build exactly
         (the model is then cloned from it, zero-copy, instead of built)."""
         state = getattr(node, "defer_relation", None)
-        if state is None or self.pins.deferral is None or self._forced(node):
+        if state is None or self.pins.deferral is None or self._forced(node) is not None:
             return None
         kind = {"resource_type": node.resource_type}
         production = TableName.from_node({**state.to_dict(), **kind}, self.services.catalog)
@@ -170,14 +170,18 @@ class BuildSession:
             return None
         return Decision(False, f"production's build matches ({found.reason})", (), str(production))
 
-    def _forced(self, node: Any) -> bool:
-        return self.full_refresh() or node.config.get("full_refresh") is True or self.branch_run
+    def _forced(self, node: Any) -> str | None:
+        """Why ``node`` builds whatever its record says (None: it may be skipped)."""
+        if self.full_refresh() or node.config.get("full_refresh") is True:
+            return "--full-refresh"
+        if self.branch_run:
+            return "a branch run builds every model"
+        return None
 
     def _decide(self, node: Any, candidate: Candidate | None) -> Decision:
-        if self.full_refresh() or node.config.get("full_refresh") is True:
-            return build("--full-refresh")
-        if self.branch_run:
-            return build("a branch run builds every model")
+        forced = self._forced(node)
+        if forced is not None:
+            return build(forced)
         table = TableName.from_node(node, self.services.catalog)
         if candidate is not None:
             return self._decide_table(table, candidate)
@@ -255,7 +259,7 @@ class BuildSession:
         config = node.config
         contract = config.get("contract")
         enforced = getattr(contract, "enforced", False) if contract is not None else False
-        if enforced or config.get("persist_docs"):
+        if enforced or any((config.get("persist_docs") or {}).values()):
             return build("its contract or persisted docs are part of its definition")
         try:
             stored = self.services.reader.view_sql(view)

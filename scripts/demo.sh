@@ -107,9 +107,8 @@ step "The saved replay still reproduces after the expiry (same snapshots, from i
   "dbt run --target replay --select +registry --vars '{pin_snapshot: \"@target/replay_before_batch_3.json\"}'"
 step "Commits per month still answer after expiry (icetime.snapshots_with_expired)" \
   "dbt show --inline \"select date_trunc('month', committed_at) as month, count(*) as commits, count_if(expired) as expired, sum(cast(summary['added-records'] as bigint)) as rows_added from {{ icetime.snapshots_with_expired(source('raw', 'objects')) }} group by 1\""
-step "Nightly run with build skipping, catching up with the restore and expiry above" \
-  "dbt run --vars '{skip_unchanged: true}'"
-step "Nightly run again, nothing landed since: every model is dbt's no-op (no Spark job, no commit)" \
+step "Nightly run with build skipping: nothing landed since the last builds, so every model is
+   dbt's no-op (no Spark job, no commit)" \
   "dbt run --vars '{skip_unchanged: true}'"
 step "A late sensor feed lands: new observations only (raw.objects does not move)" \
   "dbt run-operation late_observations"

@@ -9,7 +9,7 @@ Format (``record_version`` 1)::
       "snapshot_id": 5812...,                      # the table's snapshot this build committed
       "inputs": {"icetime.raw.orders": 4410...},   # each Iceberg table read, at its snapshot
       "input_uuids": {"icetime.raw.orders": "9c1f..."},
-      "input_nodes": {"icetime.analytics.stg": "model.shop.stg"},  # inputs dbt builds
+      "input_nodes": {"icetime.raw.orders": "source.shop.raw.orders"},  # what each input is
       "views": {"model.shop.stg_orders": "sha256:..."},  # views read through: their SQL
       "fingerprint": "sha256:...",                 # see fingerprint.py
       "icetime_version": "0.1.0",
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.icetime import errors, properties
+from dbt.adapters.icetime import properties
 from dbt.adapters.icetime.metadata import TableMetadata
 from dbt.adapters.icetime.metadata.points import format_ms
 from dbt.adapters.icetime.sql import sql_literal
@@ -49,7 +49,8 @@ class BuildRecord:
     snapshot_id: int | None
     inputs: Mapping[str, int]
     input_uuids: Mapping[str, str] = field(default_factory=dict)
-    # table -> the dbt node it is (tables dbt builds), which names it in every environment
+    # table -> what it is in every environment: its dbt node (a source, or what dbt builds),
+    # or for an environment's zero-copy clone of a table, that table
     input_nodes: Mapping[str, str] = field(default_factory=dict)
     views: Mapping[str, str] = field(default_factory=dict)
     fingerprint: str | None = None
@@ -135,10 +136,6 @@ def set_record_sql(table_sql: str, record: BuildRecord) -> str:
         f"alter table {table_sql} set tblproperties "
         f"({sql_literal(properties.BUILT_FROM)} = {sql_literal(record.text())})"
     )
-
-
-def describe_unreadable(table: str, exc: UnreadableRecord) -> str:
-    return errors.BUILD_RECORD_UNREADABLE.format(table=table, reason=exc)
 
 
 def _optional_text(value: Any) -> str | None:

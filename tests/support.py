@@ -109,6 +109,14 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
     }
 
 
+def with_targets(base: dict[str, Any], schema: str, **suffixes: str) -> dict[str, Any]:
+    """A test project's ``profiles_config_update``: target ``default`` in ``schema``, and one
+    target per keyword in ``schema`` + its suffix (a replay or pull-request target, say)."""
+    outputs = {"default": {**base, "schema": schema}}
+    outputs.update({name: {**base, "schema": schema + end} for name, end in suffixes.items()})
+    return {"test": {"outputs": outputs, "target": "default"}}
+
+
 def pyiceberg_catalog(profile: dict[str, Any]) -> Any:
     """pyiceberg's catalog for an icetime profile target (a catalog the client can open)."""
     from dbt.adapters.icetime.catalog import CatalogSettings

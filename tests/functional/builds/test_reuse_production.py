@@ -24,6 +24,7 @@ from tests.support import (
     raw_sources,
     rows,
     sql,
+    with_targets,
 )
 
 COUNTS = (
@@ -60,12 +61,8 @@ class TestReuseProduction(PackageProject):
     def profiles_config_update(
         self, dbt_profile_target: dict[str, Any], unique_schema: str
     ) -> dict[str, Any]:
-        outputs = {
-            "default": {**dbt_profile_target, "schema": unique_schema},
-            "pr": {**dbt_profile_target, "schema": f"{unique_schema}_pr"},
-            "e1": {**dbt_profile_target, "schema": f"{unique_schema}__e1"},
-        }
-        return {"test": {"outputs": outputs, "target": "default"}}
+        """Production (`default`), a pull-request target, and environment e1's schema."""
+        return with_targets(dbt_profile_target, unique_schema, pr="_pr", e1="__e1")
 
     def test_unchanged_models_are_cloned_changed_ones_built(self, project: Any) -> None:
         install_package(project)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.support import raw_sources, rows, run_dbt_process, run_failing, sql
+from tests.support import raw_sources, rows, run_dbt_process, run_failing, sql, with_targets
 
 MODELS = {
     "sources.yml": raw_sources("events"),
@@ -40,11 +40,7 @@ class TestDeferredReplay:
         self, dbt_profile_target: dict[str, Any], unique_schema: str
     ) -> dict[str, Any]:
         """Production (`default`) and an empty replay target in a schema of its own."""
-        outputs = {
-            "default": {**dbt_profile_target, "schema": unique_schema},
-            "replay": {**dbt_profile_target, "schema": f"{unique_schema}_replay"},
-        }
-        return {"test": {"outputs": outputs, "target": "default"}}
+        return with_targets(dbt_profile_target, unique_schema, replay="_replay")
 
     def test_replay_reads_production_at_the_pin_through_defer(self, project: Any) -> None:
         sql(project, "create table {s}.events (id bigint, kind string) using iceberg")

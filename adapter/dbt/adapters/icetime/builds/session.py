@@ -42,15 +42,15 @@ RECORDED = ("table", "incremental", "snapshot")
 SKIPPABLE = ("table", "incremental", "view")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Pending:
     """A model between ``before`` and ``after``."""
 
-    table: TableName
-    materialized: str
     started_ms: int
     candidate: Candidate | None
     decision: Decision | None
+    # Set when its materialization completed (a failed build is never recorded).
+    finished: bool = False
 
 
 class BuildSession:
@@ -72,7 +72,6 @@ class BuildSession:
         self._rendered: dict[str, dict[str, str]] = {}
         self._names: dict[str, str] | None = None
         self._pending: dict[str, Pending] = {}
-        self._finished: set[str] = set()
 
     # -- compile time ---------------------------------------------------------------------
 
@@ -139,12 +138,8 @@ class BuildSession:
                 decision = self._reuse_production(node, candidate) or decision
             if decision.build:
                 logger.info(f"icetime: building {node.name}: {decision.reason}")
-        table = TableName.from_node(node, self.services.catalog)
         with self._lock:
-            self._finished.discard(node.unique_id)
-            self._pending[node.unique_id] = Pending(
-                table, materialized, started_ms, candidate, decision
-            )
+            self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
 
     def plan_decision(self, node: Any, this_sql: str) -> Decision:
         """What a run with skip_unchanged would do with ``node`` (compiled), writing nothing."""
@@ -279,37 +274,33 @@ class BuildSession:
             return None
         return pending.decision
 
-    def decision(self, node_id: str) -> Decision | None:
-        with self._lock:
-            pending = self._pending.get(node_id)
-        return pending.decision if pending is not None else None
-
     def finished(self, node_id: str) -> None:
         """The model's materialization completed (it did not fail)."""
         with self._lock:
-            self._finished.add(node_id)
+            pending = self._pending.get(node_id)
+            if pending is not None:
+                pending.finished = True
 
     def after(self, node: Any) -> None:
         """Record on the table a finished build wrote what it was built from."""
         uid = node.unique_id
         with self._lock:
             pending = self._pending.pop(uid, None)
-            finished = uid in self._finished
-            self._finished.discard(uid)
-        if pending is None or pending.candidate is None or not finished:
+        if pending is None or pending.candidate is None or not pending.finished:
             return
         if pending.decision is not None and pending.decision.skip:
             return  # left alone, or cloned from production with production's record
         candidate = pending.candidate
         if candidate.unreadable:
             return  # a record is never written from a guess
+        table = TableName.from_node(node, self.services.catalog)
         try:
-            written = self.services.reader.table(pending.table)
+            written = self.services.reader.table(table)
         except TableNotFoundError:
             return  # nothing written (an empty `--empty` build, say)
         record = BuildRecord(
             node=uid,
-            materialized=pending.materialized,
+            materialized=node.config.materialized,
             snapshot_id=written.current_snapshot_id,
             inputs={table: snapshot for table, (snapshot, _) in candidate.inputs.items()},
             input_uuids={table: uuid for table, (_, uuid) in candidate.inputs.items()},
@@ -321,7 +312,7 @@ class BuildSession:
             invocation_id=self.pins.invocation_id,
         )
         faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
-        self.services.execute(set_record_sql(pending.table.sql(), record))
+        self.services.execute(set_record_sql(table.sql(), record))
 
 
 def skippable(node: Any) -> bool:

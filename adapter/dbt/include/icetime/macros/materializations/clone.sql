@@ -26,9 +26,7 @@
       {{ log("Target relation and defer relation are the same, skipping clone for relation: " ~ target_relation.render()) }}
       {%- call noop_statement('main', 'SKIPPED') -%}-- same relation{%- endcall -%}
     {%- else -%}
-      {%- set message = adapter.icetime_clone_relation(defer_relation, target_relation, existing_relation) -%}
-      {%- call noop_statement('main', message) -%}-- {{ message }}{%- endcall -%}
-      {% do adapter.cache_added(target_relation) %}
+      {%- do icetime_clone_into(defer_relation, target_relation, existing_relation) -%}
     {%- endif -%}
     {% do persist_docs(target_relation, model) %}
     {{ return({'relations': [target_relation]}) }}
@@ -39,3 +37,13 @@
     {{ return(built) }}
   {%- endif -%}
 {% endmaterialization %}
+
+
+{% macro icetime_clone_into(source, target_relation, existing_relation, why=none) %}
+  {#- Replace target_relation with a zero-copy clone of source, as this node's result: dbt clone,
+      and a --defer run reusing production's build (skip.sql). Returns the clone's message. -#}
+  {%- set message = adapter.icetime_clone_relation(source, target_relation, existing_relation) -%}
+  {%- call noop_statement('main', message) -%}-- {{ message }}{% if why %}: {{ why }}{% endif %}{%- endcall -%}
+  {% do adapter.cache_added(target_relation) %}
+  {{ return(message) }}
+{% endmacro %}

@@ -10,10 +10,8 @@
   {%- if skip is none -%}{{ return(none) }}{%- endif -%}
   {%- if skip.reuse is not none -%}
     {%- set target_relation = this.incorporate(type='table') -%}
-    {%- set message = adapter.icetime_clone_relation(skip.reuse, target_relation, load_cached_relation(this)) -%}
+    {%- set message = icetime_clone_into(skip.reuse, target_relation, load_cached_relation(this), skip.reason) -%}
     {{ log("icetime: " ~ this ~ " cloned from production, not built: " ~ message ~ "; " ~ skip.reason, info=true) }}
-    {%- call noop_statement('main', message) -%}-- {{ message }}: {{ skip.reason }}{%- endcall -%}
-    {% do adapter.cache_added(target_relation) %}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
   {{ log("icetime: " ~ this ~ " not built, " ~ skip.reason, info=true) }}

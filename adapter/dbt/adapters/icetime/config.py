@@ -13,6 +13,8 @@ from dbt.adapters.icetime.properties import PREFIX
 from dbt.adapters.icetime.sql import sql_literal
 
 ICEBERG_FILE_FORMAT = "iceberg"
+# The snapshot strategy that builds versions from the source's Iceberg commits.
+HISTORY_STRATEGY = "iceberg_history"
 
 
 @dataclass
@@ -68,3 +70,15 @@ def tblproperties_items(
     for key, value in (managed or {}).items():
         items.append(f"{sql_literal(key)} = {sql_literal(value)}")
     return items
+
+
+def is_history_snapshot(node: Mapping[str, Any]) -> bool:
+    """Whether a node (as a dict) is a snapshot with strategy iceberg_history."""
+    config = node.get("config") or {}
+    return node.get("resource_type") == "snapshot" and config.get("strategy") == HISTORY_STRATEGY
+
+
+def reads_changes(node: Mapping[str, Any]) -> bool:
+    """Whether a node keeps a CDF watermark: a CDF model or a history snapshot."""
+    config = node.get("config") or {}
+    return config.get("incremental_strategy") == "cdf" or is_history_snapshot(node)

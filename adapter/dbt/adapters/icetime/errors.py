@@ -215,6 +215,60 @@ CDF_RECOVERING = (
     "{target} was written after its last recorded watermark (an interrupted run?): re-applying "
     "the changes since that watermark."
 )
+SNAPSHOT_HISTORY_GAP = (
+    "Snapshot {model} cannot read the commits of {table} since its watermark snapshot "
+    "{watermark}: {reason}. Set on_history_gap: full_refresh on the snapshot to rebuild "
+    "{target} from the retained history, or drop {target} and run dbt snapshot again."
+)
+BAD_SNAPSHOT_CONFIG = (
+    "Snapshot {model} (strategy iceberg_history): config '{key}' has the value {value!r}; "
+    "accepted: {accepted}."
+)
+HISTORY_START_EXPIRED = (
+    "history_start {start!r} is before snapshot {snapshot} of {table} (committed {committed}), "
+    "the oldest one it retains; the commits before it have expired, so the history from "
+    "{start!r} cannot be rebuilt. Accepted: a history_start at or after {committed}, or none "
+    "(the history then starts at snapshot {snapshot})."
+)
+HISTORY_NOT_ICEBERG = (
+    "Snapshot {model} (strategy iceberg_history) reads {table}, which is not an Iceberg table "
+    "(a view, a table in another format, or missing); its versions are built from an Iceberg "
+    "table's commits. Accepted: a source() or ref() of an Iceberg table."
+)
+HISTORY_TWO_TABLES = (
+    "Snapshot {model} (strategy iceberg_history) reads {first} and {second}; it versions the "
+    "rows of one Iceberg table. Accepted: a query over a single source() or ref()."
+)
+HISTORY_NO_TABLE = (
+    "Snapshot {model} (strategy iceberg_history) reads no table through source() or ref(); "
+    "set relation: source(...) or ref(...), or select from one in the snapshot's SQL."
+)
+HISTORY_CHANGE_COLUMNS = (
+    "Snapshot {model} (strategy iceberg_history) must pass {missing} through its query (its "
+    "SQL runs over each commit's changed rows: select * from the relation, or list them); "
+    "its query returns only: {names}."
+)
+HISTORY_COLUMNS_MISSING = (
+    "Snapshot {model}: config '{key}' names column(s) {missing} that its query does not "
+    "return; it returns: {names}."
+)
+HISTORY_TABLE_COLUMNS = (
+    "Snapshot {model}: the existing table {target} has no column(s) {missing}, which every "
+    "snapshot table has; it cannot be continued. Rebuild it: drop {target} (or rename it to "
+    "keep it) and run dbt snapshot; the history is rebuilt from the retained commits of {table}."
+)
+HISTORY_RECOVERING = (
+    "{target} was written after its last recorded run (an interrupted run?): rolling it back "
+    "to snapshot {snapshot}, where that run started, and applying the commits since the "
+    "watermark again."
+)
+HISTORY_RECOVERY_LOST = (
+    "Snapshot {model}: {target} was written after its last recorded run, and snapshot "
+    "{snapshot}, where that run started, is no longer among its ancestors (now at snapshot "
+    "{current}), so the interrupted write cannot be taken back. Drop {target} and run dbt "
+    "snapshot to rebuild it from the retained history."
+)
+DUPLICATE_KEY = "icetime: snapshot {model}: unique_key ({keys}) is not unique in {table}: key "
 RECOMPUTE_KEYS_MISSING = (
     "CDF model {model}: cdf_recompute_keys names column(s) {missing} that upstream {table} does "
     "not have; every upstream must carry the keys so its changes say which groups to recompute."

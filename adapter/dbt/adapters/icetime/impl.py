@@ -342,6 +342,7 @@ class IcetimeAdapter(SparkAdapter):
             reader_materialized,
             branch_run=self.wap_branch() is not None,
         )
+        read = self.cdf().snapshots.input(relation, read, reader_node, graph)
         if relation.schema and relation.identifier:
             self.builds().saw_read(reader_node, relation, read)
         return read
@@ -491,6 +492,21 @@ class IcetimeAdapter(SparkAdapter):
         self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
     ) -> dict[str, Any]:
         return self.cdf().prepare(model, graph, full_refresh)
+
+    @available
+    def icetime_history_prepare(self, model: Mapping[str, Any]) -> dict[str, Any]:
+        """A history snapshot's run (strategy iceberg_history), planned; see cdf/snapshots.py."""
+        return self.cdf().snapshots.prepare(model)
+
+    @available
+    def icetime_history_versions(
+        self,
+        model: Mapping[str, Any],
+        changes: BaseRelation,
+        columns: list[Any],
+        target_columns: list[Any] | None = None,
+    ) -> str:
+        return self.cdf().snapshots.versions(model, changes, columns, target_columns)
 
     @available
     def icetime_tblproperties(self, configured: Any, model: Mapping[str, Any]) -> list[str]:

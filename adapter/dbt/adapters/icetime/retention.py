@@ -21,6 +21,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.plan import Watermark
 from dbt.adapters.icetime.cdf.state import load_state
 from dbt.adapters.icetime.clones.service import TAG_PREFIX
+from dbt.adapters.icetime.config import is_history_snapshot, reads_changes
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtSnapshot, Point
 from dbt.adapters.icetime.metadata.resolve import resolve
@@ -38,7 +39,7 @@ class Retention:
         self.graph = graph
         # Per pins file: table -> the snapshot id it read (read once, before any expiry).
         self.recorded = self._recorded_pins(keep_pins)
-        self._cdf_state: list[tuple[str, Watermark]] | None = None
+        self._cdf_state: list[tuple[str, str, Watermark]] | None = None
 
     def held(self, table: TableName, metadata: TableMetadata, now_ms: int) -> Reasons:
         """Every snapshot of ``table`` that must not expire, with the reasons."""
@@ -57,29 +58,30 @@ class Retention:
         return f"{kind} {ref.name!r}"
 
     def _cdf_watermarks(self, metadata: TableMetadata, held: Reasons) -> None:
-        """A CDF model's next run reads every commit after its watermark."""
-        watermarks = [(n, w) for n, w in self._watermarks() if w.table_uuid == metadata.table_uuid]
+        """A CDF model's (or history snapshot's) next run reads every commit after its
+        watermark."""
+        watermarks = [r for r in self._watermarks() if r[2].table_uuid == metadata.table_uuid]
         if not watermarks:
             return
         ancestry = [s.snapshot_id for s in metadata.ancestors()]
-        for model, watermark in watermarks:
+        for kind, name, watermark in watermarks:
             if watermark.snapshot_id not in ancestry:
                 continue  # rolled back past it: the model rebuilds or fails, reads nothing
             for snapshot_id in ancestry[: ancestry.index(watermark.snapshot_id) + 1]:
                 why = (
-                    f"the CDF watermark of {model}"
+                    f"the CDF watermark of {name}"
                     if snapshot_id == watermark.snapshot_id
-                    else f"not yet read by CDF model {model}"
+                    else f"not yet read by {kind} {name}"
                 )
                 held.setdefault(snapshot_id, []).append(why)
 
-    def _watermarks(self) -> list[tuple[str, Watermark]]:
-        """(model name, watermark) of every CDF model of the project, each target read once
-        per operation however many tables it expires."""
+    def _watermarks(self) -> list[tuple[str, str, Watermark]]:
+        """(kind, name, watermark) of every CDF model and history snapshot of the project,
+        each target read once per operation however many tables it expires."""
         if self._cdf_state is None:
-            found: list[tuple[str, Watermark]] = []
+            found: list[tuple[str, str, Watermark]] = []
             for node in self.graph.get("nodes", {}).values():
-                if node.get("config", {}).get("incremental_strategy") != "cdf":
+                if not reads_changes(node):
                     continue
                 target_name = TableName.from_node(node, self.services.catalog)
                 try:
@@ -87,7 +89,9 @@ class Retention:
                 except errors.TableNotFoundError:
                     continue
                 state = load_state(target.properties, str(target_name))
-                found += [(node["name"], w) for w in (state.upstreams.values() if state else ())]
+                kind = "history snapshot" if is_history_snapshot(node) else "CDF model"
+                marks = state.upstreams.values() if state else ()
+                found += [(kind, node["name"], w) for w in marks]
             self._cdf_state = found
         return self._cdf_state
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.builds.decide import Decision, build
+from dbt.adapters.icetime.config import HISTORY_STRATEGY
 
 PLANNED = ("table", "incremental", "view")
 
@@ -59,7 +60,8 @@ def select_models(manifest: Any, select: Any) -> list[str]:
     models = [
         str(uid)
         for uid in chosen
-        if uid.startswith("model.") and manifest.nodes[uid].config.materialized != "ephemeral"
+        if (uid.startswith("model.") and manifest.nodes[uid].config.materialized != "ephemeral")
+        or (uid.startswith("snapshot.") and _history(manifest.nodes[uid]))
     ]
     if not models:
         raise errors.ConfigurationError(errors.PLAN_SELECTION_UNKNOWN.format(value=select))
@@ -108,7 +110,7 @@ def plan(
         node = nodes[uid]
         materialized = node.config.materialized
         moving = sorted(p for p in parents(uid, nodes) if p in building)
-        if materialized not in PLANNED:
+        if materialized not in PLANNED and not _history(node):
             decision = build(f"{materialized} models are always built")
         elif moving:
             names = ", ".join(nodes[p].name for p in moving)
@@ -119,6 +121,11 @@ def plan(
             building.add(uid)
         planned.append(Planned(uid, node.name, materialized, decision))
     return planned
+
+
+def _history(node: Any) -> bool:
+    """A history snapshot is planned like a CDF model."""
+    return bool(node.config.get("strategy") == HISTORY_STRATEGY)
 
 
 def plan_selection(

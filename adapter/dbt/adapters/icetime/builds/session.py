@@ -29,6 +29,7 @@ from dbt.adapters.icetime.builds.record import (
     read_record,
     set_record_sql,
 )
+from dbt.adapters.icetime.config import HISTORY_STRATEGY
 from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.pins.session import PinSession
@@ -37,7 +38,8 @@ from dbt.adapters.icetime.services import Services
 logger = AdapterLogger("icetime")
 
 SKIP_VAR = "skip_unchanged"
-# What a build record is kept for (dbt snapshots record their inputs, and are never skipped).
+# What a build record is kept for (dbt snapshots record their inputs; only history snapshots
+# are skipped).
 RECORDED = ("table", "incremental", "snapshot")
 SKIPPABLE = ("table", "incremental", "view")
 
@@ -144,7 +146,7 @@ class BuildSession:
     def plan_decision(self, node: Any, this_sql: str) -> Decision:
         """What a run with skip_unchanged would do with ``node`` (compiled), writing nothing."""
         if not skippable(node):
-            return build("only SQL table, incremental and view models are skipped")
+            return build("only SQL table, incremental, view models and history snapshots skip")
         materialized = node.config.materialized
         candidate = self.candidate(node, this_sql) if materialized in RECORDED else None
         return self._decide(node, candidate)
@@ -317,7 +319,10 @@ class BuildSession:
 
 def skippable(node: Any) -> bool:
     """Whether skip_unchanged applies to ``node``: SQL table, incremental (not microbatch,
-    which follows the clock) and view models."""
+    which follows the clock) and view models, and history snapshots (like a CDF model, they
+    only read what their source committed)."""
+    if getattr(node, "resource_type", None) == "snapshot":
+        return bool(node.config.get("strategy") == HISTORY_STRATEGY)
     return (
         getattr(node.config, "materialized", None) in SKIPPABLE
         and str(getattr(node, "language", "sql")) == "sql"

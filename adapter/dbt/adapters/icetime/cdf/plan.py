@@ -10,14 +10,20 @@ classified; none is skipped silently:
   without a summary) is diffed: rows before and after, over the files the commit touched.
 
 A range that cannot be walked is a history gap, never an empty range.
+
+A history snapshot (``strategy: iceberg_history``) reads a *history* on its first run instead of
+the rows at the pin: the rows of a base snapshot (the oldest retained one, or the one current at
+``history_start``), then every commit after it (``history_range``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.metadata.model import Operation, Snapshot, TableMetadata
+from dbt.adapters.icetime.metadata.points import format_ms
 
 
 class CommitKind(StrEnum):
@@ -136,6 +142,48 @@ def full_range(metadata: TableMetadata, to_snapshot: int | None) -> ChangeRange:
     """Every row at ``to_snapshot``: a first run, a full refresh, or an upstream new to the run."""
     to_ts = _timestamp(metadata, to_snapshot)
     return ChangeRange(metadata.identifier, metadata.table_uuid, to_snapshot, to_ts, None)
+
+
+def history_range(
+    metadata: TableMetadata, to_snapshot: int, base: Snapshot
+) -> tuple[Commit, ChangeRange]:
+    """The commits after ``base`` up to ``to_snapshot``, numbered from 1: ordinal 0 is the base
+    itself, whose rows a history snapshot reads whole as the first versions."""
+    planned = plan_range(metadata, Watermark(metadata.table_uuid, base.snapshot_id), to_snapshot)
+    assert isinstance(planned, ChangeRange)  # base is an ancestor of to_snapshot
+    commits = tuple(replace(c, ordinal=c.ordinal + 1) for c in planned.commits)
+    first = Commit(0, base.snapshot_id, 0, base.timestamp_ms, base.operation or "unknown", APPEND)
+    return first, replace(planned, commits=commits)
+
+
+def history_base(
+    metadata: TableMetadata, to_snapshot: int | None, start_ms: int | None, start: str | None
+) -> Snapshot | None:
+    """Where a history begins: the newest ancestor of ``to_snapshot`` committed at or before
+    ``start_ms``, else the oldest one the table retains. None: the table has no snapshot.
+
+    A start before the oldest retained snapshot is refused when older history has expired
+    (that snapshot has a parent): what changed before it cannot be known. When the oldest
+    retained snapshot is the table's first commit, the history is complete from it."""
+    chain = list(metadata.ancestors(to_snapshot)) if to_snapshot is not None else []
+    if not chain:
+        return None
+    oldest = chain[-1]
+    if start_ms is None:
+        return oldest
+    for snapshot in chain:
+        if snapshot.timestamp_ms <= start_ms:
+            return snapshot
+    if oldest.parent_id is None:
+        return oldest
+    raise errors.ConfigurationError(
+        errors.HISTORY_START_EXPIRED.format(
+            table=metadata.identifier,
+            start=start,
+            snapshot=oldest.snapshot_id,
+            committed=format_ms(oldest.timestamp_ms),
+        )
+    )
 
 
 def classify(snapshot: Snapshot) -> CommitKind:

@@ -17,7 +17,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, empty_sql, full_sql
+from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, empty_sql, full_sql, signed_read
 from dbt.adapters.icetime.cdf.cost import (
     FIXED_FULL_S,
     FIXED_INCREMENTAL_S,
@@ -31,9 +31,12 @@ from dbt.adapters.icetime.cdf.files import Touched
 from dbt.adapters.icetime.cdf.plan import (
     COMPACTION,
     ChangeRange,
+    Commit,
     HistoryGap,
     Watermark,
     full_range,
+    history_base,
+    history_range,
     plan_range,
 )
 from dbt.adapters.icetime.cdf.reads import (
@@ -59,6 +62,10 @@ logger = AdapterLogger("icetime")
 MERGE = "merge"
 APPEND_MODE = "append"
 RECOMPUTE = "recompute"
+# A history snapshot (strategy iceberg_history): every commit's changes, each commit apart, and
+# on a first run the history since a base snapshot rather than the rows at the pin.
+HISTORY = "history"
+PER_COMMIT = (APPEND_MODE, HISTORY)
 GAP_FAIL = "fail"
 GAP_FULL_REFRESH = "full_refresh"
 GAP_CHOICES = (GAP_FAIL, GAP_FULL_REFRESH)
@@ -76,6 +83,8 @@ class Upstream:
     feed: Feed | None = None  # the touched files of an incremental range
     whole: bool = False  # read as whole snapshots (a change log's full side)
     view_created: bool = False
+    # A history's base: the snapshot whose rows are read whole as ordinal 0.
+    base: Commit | None = None
 
     @property
     def table_sql(self) -> str:
@@ -112,6 +121,9 @@ class CdfRun:
     # for another model's read of the same range).
     plan_s: float = 0.0
     read_s: float = 0.0
+    # A history snapshot: where its first run starts (history_start), as configured and in ms.
+    history_start: str | None = None
+    history_start_ms: int | None = None
 
     def __post_init__(self) -> None:
         self.state = (
@@ -123,7 +135,8 @@ class CdfRun:
             self.full_reason = "first run"
         elif self.full_refresh:
             self.full_reason = "--full-refresh"
-        elif self.state is None:
+        elif self.state is None and self.mode != HISTORY:
+            # A snapshot table without a watermark is continued (see _history_range).
             self.full_reason = f"no watermark is recorded on {self.target}"
 
     @property
@@ -160,14 +173,32 @@ class CdfRun:
         if isinstance(planned, HistoryGap):
             self._gap(planned)
             planned = full_range(upstream.metadata, upstream.to_snapshot)
+        if self.mode == HISTORY and planned.full:
+            planned = self._history_range(upstream)
         upstream.change_range = planned
 
+    def _history_range(self, upstream: Upstream) -> ChangeRange:
+        """A history snapshot without a watermark reads a history: from the base snapshot of a
+        new (or rebuilt) table, or, continuing a table that has none (one a timestamp or check
+        snapshot built), from the pinned snapshot alone, compared with the table's rows."""
+        metadata, to_snapshot = upstream.metadata, upstream.to_snapshot
+        if self.full:
+            base = history_base(metadata, to_snapshot, self.history_start_ms, self.history_start)
+        else:
+            base = metadata.snapshot(to_snapshot) if to_snapshot is not None else None
+        if base is None or to_snapshot is None:  # the table has no snapshot: no rows
+            return full_range(metadata, to_snapshot)
+        upstream.base, history = history_range(metadata, to_snapshot, base)
+        return history
+
     def _gap(self, gap: HistoryGap) -> None:
-        message = errors.HISTORY_GAP.format(
+        template = errors.SNAPSHOT_HISTORY_GAP if self.mode == HISTORY else errors.HISTORY_GAP
+        message = template.format(
             model=self.node_id,
             table=gap.table,
             watermark=gap.watermark.snapshot_id,
             reason=gap.reason,
+            target=self.target,
         )
         if self.on_history_gap == GAP_FAIL:
             raise errors.HistoryGapError(message)
@@ -187,7 +218,7 @@ class CdfRun:
         """Estimate both sides from metadata (adding to the other upstreams'), then choose."""
         change_range = upstream.change_range
         assert change_range is not None
-        if self.full or not change_range.has_changes:
+        if (self.full and self.mode != HISTORY) or not change_range.has_changes:
             return
         assert change_range.to_snapshot is not None
         started = time.perf_counter()
@@ -199,7 +230,7 @@ class CdfRun:
         if feed.plan.whole:  # equality deletes: those commits are read whole
             touched += Touched(0, whole.bytes(feed.plan.whole) or 0)
         full_files: int | None
-        if self.mode == APPEND_MODE:
+        if self.mode in PER_COMMIT:
             full_bytes = whole.bytes(change_range.commits)
             full_files = 2 * len([c for c in change_range.commits if c.kind != COMPACTION])
         else:
@@ -215,13 +246,13 @@ class CdfRun:
             )
             full_files = (full_files or 0) + (previous.full_files or 0)
         fixed = (
-            FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if self.mode == APPEND_MODE else FIXED_FULL_S
+            FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if self.mode in PER_COMMIT else FIXED_FULL_S
         )
         self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed)
         if self.estimate.choice != FULL:
             return
-        if self.mode == APPEND_MODE:
-            upstream.whole = True  # the log keeps its history: same change rows, read whole
+        if self.mode in PER_COMMIT:
+            upstream.whole = True  # every commit is kept: same change rows, read whole
         else:
             self._rebuild(f"cdf_refresh {self.refresh}: {self.estimate.describe()}")
 
@@ -249,11 +280,16 @@ class CdfRun:
             sql = full_sql(columns, at_pin, change_range.to_snapshot, change_range.to_timestamp_ms)
         else:
             pieces = self._pieces(upstream)
+            commits = change_range.commits
+            if upstream.base is not None:
+                base = snapshot_read(upstream.table_sql, meta, upstream.base.snapshot_id, out)
+                pieces = [signed_read(columns, upstream.base.ordinal, 1, base), *pieces]
+                commits = (upstream.base, *commits)
             if pieces:
-                per_commit = self.mode == APPEND_MODE
-                sql = changes_sql(
-                    columns, pieces, change_range.commits, per_commit=per_commit, keys=pairing
-                )
+                # A history pairs nothing: its versions are each key's row after each commit.
+                paired = [] if self.mode == HISTORY else pairing
+                per_commit = self.mode in PER_COMMIT
+                sql = changes_sql(columns, pieces, commits, per_commit=per_commit, keys=paired)
             else:
                 sql = empty_sql(columns, at_pin)
         if upstream.keys:
@@ -274,7 +310,7 @@ class CdfRun:
                 f"{len(change_range.commits)} commit(s) read as whole snapshots"
             )
             return whole.pieces(change_range.commits)
-        directory = f"{self._target_location()}/{STAGING_DIRECTORY}"
+        directory = f"{self._staging_location(upstream)}/{STAGING_DIRECTORY}"
         started = time.perf_counter()
         staged = self.feeds.staged(feed, self.node_id, directory)
         self.read_s += time.perf_counter() - started
@@ -296,9 +332,11 @@ class CdfRun:
         )
         return pieces + whole.pieces(feed.plan.whole)
 
-    def _target_location(self) -> str:
-        assert self.target_metadata is not None
-        return self.target_metadata.location.rstrip("/")
+    def _staging_location(self, upstream: Upstream) -> str:
+        """Where change rows are staged: the target's directory, or, for a history snapshot's
+        first run (no target yet), the source's; the files go when the invocation ends."""
+        table = self.target_metadata if self.target_metadata is not None else upstream.metadata
+        return table.location.rstrip("/")
 
     def describe(self) -> dict[str, Any]:
         """What the materialization needs to know, as plain values for Jinja."""
@@ -308,13 +346,14 @@ class CdfRun:
             for r in ranges
             if not r.has_changes
         ]
+        based = any(u.base is not None for u in self.upstreams.values())
         return {
             "empty": False,
             "full": self.full,
             "reason": self.full_reason,
             "mode": self.mode,
-            "has_changes": self.full or any(r.has_changes for r in ranges),
-            "moves": self.full or any(r.moves for r in ranges),
+            "has_changes": self.full or based or any(r.has_changes for r in ranges),
+            "moves": self.full or based or any(r.moves for r in ranges),
             "recovering": self.recovering,
             "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
             "message": "; ".join(unchanged),

@@ -23,6 +23,7 @@ from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.feeds import Feeds
 from dbt.adapters.icetime.cdf.reads import output_schema
 from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
+from dbt.adapters.icetime.cdf.snapshots import HistorySnapshots
 from dbt.adapters.icetime.cdf.state import write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.pins.session import PinSession
@@ -54,6 +55,7 @@ class CdfSession:
         self.feeds = Feeds(services)
         self._runs: dict[str, CdfRun] = {}
         self._responses: dict[str, dict[str, Any]] = {}
+        self.snapshots = HistorySnapshots(self)
 
     # -- what the macros call -----------------------------------------------------------------
 
@@ -172,6 +174,13 @@ class CdfSession:
         self.feeds.cleanup()
 
     # -- a model's run ------------------------------------------------------------------------
+
+    def start(self, run: CdfRun) -> None:
+        """Track a run begun elsewhere (a history snapshot's): finish and response apply."""
+        self._runs[run.node_id] = run
+
+    def run_of(self, node_id: str) -> CdfRun:
+        return self._runs[node_id]
 
     def _run(self, model: Mapping[str, Any], config: CdfConfig, full_refresh: bool) -> CdfRun:
         node_id = model["unique_id"]

@@ -3,31 +3,37 @@ snapshot of the source read one by one, each key's row compared with its open ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tests.support import sql
 
 State = tuple[int, Any, list[tuple[Any, ...]]]  # snapshot id, commit time, rows
+Fetch = Callable[[str], Sequence[Any]]  # rows of a query over {s} (the test's schema)
 
 
-def source_states(project: Any, table: str, columns: str) -> list[State]:
-    """Each retained ancestor of ``{s}.table``'s current snapshot, oldest first, with its rows."""
-    found = sql(
-        project,
-        f"select s.snapshot_id, s.committed_at from {{s}}.{table}.snapshots s "
+def fetcher(project: Any) -> Fetch:
+    return lambda query: sql(project, query, fetch="all")
+
+
+def source_states(fetch: Fetch, table: str, columns: str, up_to: int | None = None) -> list[State]:
+    """Each retained ancestor of ``{s}.table``'s current snapshot (or of ``up_to``), oldest
+    first, with its rows."""
+    found = fetch(
+        f"select s.snapshot_id, s.committed_at, s.parent_id from {{s}}.{table}.snapshots s "
         f"join {{s}}.{table}.history h on s.snapshot_id = h.snapshot_id "
-        "where h.is_current_ancestor order by s.committed_at, s.snapshot_id",
-        fetch="all",
+        "where h.is_current_ancestor order by s.committed_at, s.snapshot_id"
     )
+    chain = [(int(sid), committed) for sid, committed, _ in found]
+    if up_to is not None:
+        chain = chain[: [sid for sid, _ in chain].index(up_to) + 1]
     return [
         (
-            int(sid),
+            sid,
             committed,
-            [tuple(r) for r in sql(project, f"select {columns} from {{s}}.{table} "
-                                   f"version as of {int(sid)}", fetch="all")],
+            [tuple(r) for r in fetch(f"select {columns} from {{s}}.{table} version as of {sid}")],
         )
-        for sid, committed in found
+        for sid, committed in chain
     ]
 
 
@@ -62,12 +68,8 @@ def expected_versions(
 
 
 def snapshot_versions(
-    project: Any, table: str, columns: str, deleted: bool = False
+    fetch: Fetch, table: str, columns: str, deleted: bool = False
 ) -> list[tuple[Any, ...]]:
     flag = "dbt_is_deleted = 'True'" if deleted else "false"
-    found = sql(
-        project,
-        f"select {columns}, dbt_valid_from, dbt_valid_to, {flag} from {{s}}.{table}",
-        fetch="all",
-    )
+    found = fetch(f"select {columns}, dbt_valid_from, dbt_valid_to, {flag} from {{s}}.{table}")
     return sorted((tuple(r) for r in found), key=repr)

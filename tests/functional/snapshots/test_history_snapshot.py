@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.snapshots.history import expected_versions, snapshot_versions, source_states
+from tests.functional.snapshots.history import (
+    expected_versions,
+    fetcher,
+    snapshot_versions,
+    source_states,
+)
 from tests.support import COW, SOURCES, PackageProject, create_orders, sql
 
 HISTORY = """
@@ -32,9 +37,9 @@ class TestHistorySnapshot(PackageProject):
         return {"history.yml": HISTORY}
 
     def check(self, project: Any) -> None:
-        states = source_states(project, "orders", COLUMNS)
+        states = source_states(fetcher(project), "orders", COLUMNS)
         expected = expected_versions(states, 0, [1, 2], "invalidate")
-        assert snapshot_versions(project, "orders_history", COLUMNS) == expected
+        assert snapshot_versions(fetcher(project), "orders_history", COLUMNS) == expected
 
     def test_every_commit_is_a_version(self, project: Any) -> None:
         create_orders(project, COW, rows=3)

@@ -30,10 +30,12 @@
     {%- if run.full or existing is none -%}
       {%- set sql = adapter.icetime_history_versions(model, changes, columns) -%}
       {% do adapter.icetime_cdf_fault('before_write') %}
+      {% do adapter.icetime_cdf_fault('during_write') %}
       {%- call statement('main') -%}{{ create_table_as(False, this, sql) }}{%- endcall -%}
     {%- else -%}
       {%- set sql = adapter.icetime_history_versions(model, changes, columns, adapter.get_columns_in_relation(this)) -%}
       {% do adapter.icetime_cdf_fault('before_write') %}
+      {% do adapter.icetime_cdf_fault('during_write') %}
       {%- call statement('main') -%}{{ sql }}{%- endcall -%}
     {%- endif -%}
     {% do committed.append(true) %}

@@ -355,3 +355,120 @@ class TestHistoryWithIcetime(PackageProject):
         assert "on_history_gap: full_refresh" in output
         assert rows(project, "select * from {s}.orders_history") == before
         self.check(project, "orders_rebuilt", deletes="ignore", retained=True)
+
+
+CHECK_SNAPSHOT = """
+snapshots:
+  - name: orders_history
+    relation: source('raw', 'orders')
+    config: {strategy: check, check_cols: all, unique_key: order_id, hard_deletes: invalidate}
+"""
+RENAMED = """
+snapshots:
+  - name: orders_history
+    relation: source('raw', 'orders')
+    config:
+      strategy: iceberg_history
+      unique_key: order_id
+      hard_deletes: new_record
+      dbt_valid_to_current: "to_timestamp('9999-12-31')"
+      snapshot_meta_column_names:
+        dbt_valid_from: valid_from
+        dbt_valid_to: valid_to
+        dbt_scd_id: version_id
+        dbt_updated_at: changed_at
+        dbt_is_deleted: is_deleted
+"""
+
+
+class TestSwitchingStrategies(PackageProject):
+    """A snapshot built by dbt's check strategy continues as a history snapshot: its versions
+    stay; what changed since its last run becomes versions at the commit the first history run
+    reads, and every later commit a version of its own."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "sources.yml": SOURCES,
+            "open_orders.sql": "select order_id, status from {{ ref('orders_history') }} "
+            "where dbt_valid_to is null",
+        }
+
+    @pytest.fixture(scope="class")
+    def snapshots(self) -> dict[str, str]:
+        return {"history.yml": CHECK_SNAPSHOT}
+
+    def test_a_check_snapshot_continues(self, project: Any) -> None:
+        create_orders(project, COW, rows=3)
+        run_dbt(["build"])
+        sql(project, "update {s}.orders set status = 'paid' where order_id = 1")
+        run_dbt(["build"])
+        before = rows(project, "select * from {s}.orders_history")
+        assert len(before) == 4
+
+        snapshot_file(project, HISTORY)  # strategy iceberg_history, hard_deletes invalidate
+        sql(project, "update {s}.orders set status = 'shipped' where order_id = 1")
+        sql(project, "delete from {s}.orders where order_id = 2")
+        switched_at = sql(
+            project,
+            "select committed_at from {s}.orders.snapshots order by committed_at desc",
+            "one",
+        )[0]
+        run_dbt(["build"])
+        after = rows(project, "select * from {s}.orders_history")
+        kept = [r for r in before if r[6] is None]  # the check run's open versions
+        closed = {(r[0], r[1]) for r in after if r[6] == switched_at}
+        assert closed == {(1, "paid"), (2, "open")}, after
+        assert {(r[0], r[1]) for r in after if r[6] is None} == {(0, "open"), (1, "shipped")}
+        assert [r for r in after if r[:6] == kept[0][:6]]  # history before the switch stays
+        assert rows(project, "select * from {s}.open_orders") == [(0, "open"), (1, "shipped")]
+
+        # From now on, every commit is a version stamped with its own time.
+        sql(project, "update {s}.orders set status = 'delivered' where order_id = 1")
+        sql(project, "update {s}.orders set status = 'returned' where order_id = 1")
+        run_dbt(["build"])
+        found = rows(project, "select status from {s}.orders_history where order_id = 1")
+        assert sorted(found) == sorted(
+            [("open",), ("paid",), ("shipped",), ("delivered",), ("returned",)]
+        )
+
+
+class TestRenamedColumns(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES}
+
+    @pytest.fixture(scope="class")
+    def snapshots(self) -> dict[str, str]:
+        return {"history.yml": RENAMED}
+
+    def test_meta_column_names_and_valid_to_current(self, project: Any) -> None:
+        create_orders(project, COW, rows=2)
+        run_dbt(["snapshot"])
+        sql(project, "update {s}.orders set status = 'paid' where order_id = 1")
+        sql(project, "delete from {s}.orders where order_id = 0")
+        run_dbt(["snapshot"])
+        columns = [r[0] for r in sql(project, "describe {s}.orders_history", "all")]
+        assert columns[:8] == [
+            "order_id",
+            "status",
+            "amount",
+            "version_id",
+            "changed_at",
+            "valid_from",
+            "valid_to",
+            "is_deleted",
+        ]
+        found = rows(
+            project,
+            "select order_id, status, is_deleted, valid_to = to_timestamp('9999-12-31') "
+            "from {s}.orders_history",
+        )
+        assert found == [
+            (0, "open", "False", False),
+            (0, "open", "True", True),
+            (1, "open", "False", False),
+            (1, "paid", "False", True),
+        ]
+        results = run_dbt(["snapshot"])
+        assert results[0].adapter_response["_message"] == "NO-OP no changes"

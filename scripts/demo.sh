@@ -42,7 +42,7 @@ for batch in 1 2 3; do
   if [ "$batch" = 3 ]; then
     step "Write-audit-publish: build batch 3's marts into Iceberg branch 'batch_3' of each table
    and test them there; production's marts do not change" \
-      "dbt build --vars '{wap_branch: batch_3}' --exclude resource_type:seed path:models/cdf cdf_models_match_rebuild && cp target/run_results.json target/audit_batch_3.json"
+      "dbt build --vars '{wap_branch: batch_3}' --exclude resource_type:seed resource_type:snapshot path:models/cdf cdf_models_match_rebuild && cp target/run_results.json target/audit_batch_3.json"
     step "Production still shows batch 2; the branch shows batch 3" \
       "dbt show --inline \"select 'main' as ref, max(batches) as batches from {{ target.database }}.analytics.orbit_summary union all select 'batch_3', max(batches) from {{ target.database }}.analytics.orbit_summary version as of 'batch_3'\""
     step "Publish: the audit (its saved run results) passed every test, so main is fast-forwarded
@@ -116,6 +116,15 @@ step "The plan: what a skipping run would build, and why (which input moved, fro
   "dbt run-operation icetime.plan"
 step "The nightly run builds only the marts whose sources moved" \
   "dbt run --vars '{skip_unchanged: true}'"
+step "Two status changes land between two snapshot runs: object 5 starts maneuvering, then is
+   retired (two commits to raw.objects)" \
+  "dbt run-operation status_changes"
+step "The object history (a dbt snapshot, strategy iceberg_history) reads only the commits since
+   its watermark" \
+  "dbt snapshot"
+step "Every status change, each version valid from its own commit's time (the two changes that
+   landed between runs included), next to the commit of raw.objects that made it (expired ones from icetime's history)" \
+  "dbt show --inline \"select h.object_id, h.status, date_format(h.dbt_valid_from, 'HH:mm:ss.SSS') as valid_from, date_format(h.dbt_valid_to, 'HH:mm:ss.SSS') as valid_to, c.snapshot_id as made_by_commit, c.expired from {{ ref('object_history') }} h left join {{ icetime.snapshots_with_expired(source('raw', 'objects')) }} c on c.committed_at = h.dbt_valid_from where h.object_id in (2, 5) order by 1, 3\""
 step "Objects per orbit class" "dbt show --select orbit_summary"
 step "Closest approaches at the latest observation" \
   "dbt show --inline \"select * from {{ ref('conjunction_alerts') }} order by miss_distance_km\" --limit 5"

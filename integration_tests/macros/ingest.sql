@@ -106,3 +106,16 @@
   {% endcall %}
   {{ log("late_observations: a late sensor feed landed in " ~ raw ~ ".observations", info=true) }}
 {% endmacro %}
+
+{#- Two status changes of one object, landing between two snapshot runs, for the demo's history
+    snapshot step: object 5 starts maneuvering, then is retired (two Iceberg commits). -#}
+{% macro status_changes() %}
+  {%- set objects = target.database ~ '.' ~ var('raw_schema') ~ '.objects' -%}
+  {% for status in ['maneuvering', 'retired'] %}
+    {% call statement('status_' ~ status) %}
+      update {{ objects }} set status = '{{ status }}', updated_at = current_timestamp()
+      where object_id = 5
+    {% endcall %}
+  {% endfor %}
+  {{ log("status_changes: object 5 went maneuvering, then retired (two commits)", info=true) }}
+{% endmacro %}

@@ -135,7 +135,7 @@ def deployment(
 def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:
     for build in ("first build", "second build"):
         # 26 models, seeds and data tests, and the unit test of a CDF model's logic.
-        assert "PASS=27 WARN=0 ERROR=0" in deployment.outputs[build], build
+        assert "PASS=28 WARN=0 ERROR=0" in deployment.outputs[build], build
     assert deployment.count("raw.objects") == 120
     assert deployment.count("analytics.registry") == 120
 
@@ -146,9 +146,10 @@ def test_cdf_models_apply_only_the_changes_and_equal_a_rebuild(deployment: Deplo
     # Incremental, from the watermark the first build left: not rebuilt from scratch.
     assert f"changes of icetime.raw.objects since snapshot {watermark}" in second
     assert "from scratch" not in second
-    # The three CDF models share one read of the touched files (the first reads, two reuse).
+    # The three CDF models and the history snapshot share one read of the touched files (the
+    # first reads, three reuse).
     assert second.count("touched by them") == 1
-    assert second.count("reusing the rows read for") == 2
+    assert second.count("reusing the rows read for") == 3
     # The project's singular test compares every CDF model with the same SQL built from scratch.
     assert "PASS=1 " in deployment.dbt("test", "--select", "cdf_models_match_rebuild")
 
@@ -302,7 +303,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     assert re.search(rf"registry\s+build\s+{moved}", plan), plan
     assert re.search(r"conjunction_alerts\s+build\s+its input registry builds in this run", plan)
     assert re.search(r"operator_fleet\s+skip\s+unchanged", plan), plan
-    assert "3 to build, 6 to skip" in plan
+    assert "3 to build, 7 to skip" in plan
 
     # The nightly run builds the marts that read observations; the rest is left alone.
     nightly = deployment.dbt(*skip)
@@ -314,3 +315,26 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     assert built == {"registry", "orbit_summary", "conjunction_alerts"}, nightly
     assert "operator_fleet" in left and "active_objects" in left
     assert "NO-OP=6" in nightly
+
+
+def test_object_history_has_every_commit_with_its_time(deployment: Deployment) -> None:
+    """The history snapshot: every version of object 5 valid from the commit that made it,
+    the two changes that landed between two runs included."""
+    before = deployment.current("raw.objects")
+    deployment.dbt("run-operation", "status_changes")
+    output = deployment.dbt("snapshot")
+    assert "OK snapshotted analytics.object_history" in output, output
+    table = deployment.table("raw.objects")
+    committed = {s.snapshot_id: s.timestamp_ms for s in table.metadata.snapshots}
+    changes = [s.snapshot_id for s in table.metadata.snapshots if s.parent_snapshot_id == before]
+    second = [s.snapshot_id for s in table.metadata.snapshots if s.parent_snapshot_id in changes]
+    versions = sorted(
+        (row["dbt_valid_from"], row["status"], row["dbt_valid_to"])
+        for row in deployment.rows("analytics.object_history")
+        if row["object_id"] == 5
+    )
+    assert [v[1] for v in versions] == ["active", "maneuvering", "retired"], versions
+    stamps = [int(v[0].timestamp() * 1000) for v in versions[1:]]
+    assert stamps == [committed[changes[0]], committed[second[0]]], (stamps, committed)
+    assert versions[0][2] == versions[1][0] and versions[1][2] == versions[2][0]
+    assert versions[2][2] is None

@@ -8,6 +8,7 @@ import pytest
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, full_sql, signed_read
+from dbt.adapters.icetime.cdf.config import history_config
 from dbt.adapters.icetime.cdf.plan import (
     APPEND,
     COMPACTION,
@@ -15,6 +16,8 @@ from dbt.adapters.icetime.cdf.plan import (
     ChangeRange,
     HistoryGap,
     Watermark,
+    history_base,
+    history_range,
     plan_range,
 )
 from dbt.adapters.icetime.cdf.state import CdfState, load_state
@@ -149,3 +152,84 @@ def test_rows_the_client_netted_are_not_aggregated_again() -> None:
     assert "sum(" in sql(2, per_commit=False)  # two commits: a row may change in both
     assert "sum(" not in sql(2, per_commit=True)  # per commit: each is already net
     assert "sum(" in sql(None, per_commit=True)  # not netted: the server nets
+
+
+# -- history snapshots: where a history begins, and its config ---------------------------------
+
+
+def test_history_starts_at_the_oldest_retained_snapshot_or_at_history_start() -> None:
+    metadata = table(*HISTORY, current=6)
+    assert history_base(metadata, 6, None, None).snapshot_id == 1  # type: ignore[union-attr]
+    # The newest snapshot committed at or before the start (timestamps are 1000 * id ms).
+    assert history_base(metadata, 6, 3_500, "x").snapshot_id == 3  # type: ignore[union-attr]
+    assert history_base(metadata, 4, 9_000, "x").snapshot_id == 4  # type: ignore[union-attr]
+    # Before the table's first commit: complete history, from it.
+    assert history_base(metadata, 6, 10, "2020-01-01").snapshot_id == 1  # type: ignore[union-attr]
+    assert history_base(table(), None, None, None) is None
+    first, planned = history_range(metadata, 6, metadata.snapshot(3))  # type: ignore[arg-type]
+    assert (first.ordinal, first.snapshot_id, first.timestamp_ms) == (0, 3, 3_000)
+    assert [(c.ordinal, c.snapshot_id) for c in planned.commits] == [(1, 4), (2, 5), (3, 6)]
+
+
+def test_history_start_before_expired_history_names_the_oldest_retained_snapshot() -> None:
+    expired = table(*HISTORY[2:], current=6)  # snapshots 1 and 2 expired: 3's parent is gone
+    with pytest.raises(errors.ConfigurationError) as raised:
+        history_base(expired, 6, 10, "2020-01-01")
+    message = str(raised.value)
+    assert "history_start '2020-01-01' is before snapshot 3 of" in message
+    assert "committed 1970-01-01T00:00:03.000Z" in message
+    assert "Accepted: a history_start at or after 1970-01-01T00:00:03.000Z, or none" in message
+
+
+def snapshot_node(**config: object) -> dict[str, object]:
+    return {
+        "unique_id": "snapshot.p.h",
+        "resource_type": "snapshot",
+        "config": {"strategy": "iceberg_history", "unique_key": "id", **config},
+    }
+
+
+def test_history_config_defaults_and_renamed_columns() -> None:
+    config = history_config(snapshot_node())
+    assert config.unique_key == ("id",) and config.check_cols is None
+    assert (config.hard_deletes, config.on_history_gap, config.history_start_ms) == (
+        "ignore",
+        "fail",
+        None,
+    )
+    config = history_config(
+        snapshot_node(
+            check_cols=["status"],
+            invalidate_hard_deletes=True,
+            history_start="2026-01-01",
+            snapshot_meta_column_names={"dbt_valid_from": "since", "dbt_valid_to": None},
+        )
+    )
+    assert config.check_cols == ("status",) and config.hard_deletes == "invalidate"
+    assert config.history_start_ms == 1_767_225_600_000
+    assert config.columns["dbt_valid_from"] == "since"
+    assert config.columns["dbt_valid_to"] == "dbt_valid_to"
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "accepted"),
+    [
+        ({"hard_deletes": "sometimes"}, "hard_deletes", "ignore, invalidate, new_record"),
+        ({"unique_key": None}, "unique_key", "a column name or a list of column names"),
+        ({"check_cols": 7}, "check_cols", "'all' or a list of column names"),
+        ({"history_start": "tag:x"}, "history_start", "an ISO-8601 timestamp"),
+        ({"on_history_gap": "skip"}, "on_history_gap", "fail, full_refresh"),
+        (
+            {"hard_deletes": "invalidate", "invalidate_hard_deletes": True},
+            "invalidate_hard_deletes",
+            "unset when hard_deletes is set",
+        ),
+    ],
+)
+def test_history_config_errors_name_the_value_and_the_choices(
+    config: dict[str, object], key: str, accepted: str
+) -> None:
+    with pytest.raises(errors.ConfigurationError) as raised:
+        history_config(snapshot_node(**config))
+    assert f"config '{key}' has the value" in str(raised.value)
+    assert accepted in str(raised.value)

@@ -32,6 +32,9 @@ class FeedKey:
     from_snapshot: int
     to_snapshot: int
     schema_id: int
+    # The ordinal of the range's first commit (1 in a history snapshot's first run, whose
+    # base is ordinal 0): the staged rows carry the ordinals, so only equal ranges share them.
+    first_ordinal: int = 0
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Feeds:
             change_range.from_snapshot,
             change_range.to_snapshot,
             out.schema_id,
+            change_range.commits[0].ordinal if change_range.commits else 0,
         )
         with self._lock:
             feed = self._feeds.get(key)

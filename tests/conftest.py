@@ -41,6 +41,9 @@ SLOWEST = (
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes
     "cdf/test_cdf_property.py",  # ~150 in three scopes
+    "snapshots/test_history_property.py",  # ~200 in two scopes
+    "snapshots/test_history_faults.py",  # ~140, killed dbt processes
+    "snapshots/test_history_snapshot.py",  # ~120 in six scopes
     "builds/test_skip_unchanged.py",  # ~120, with a killed dbt process
     "test_postgres_catalog.py",  # ~80
     "clones/test_concurrent_janitors.py",

@@ -6,7 +6,7 @@ merge-on-read sources; sometimes two commits land between two runs. Five snapsho
 same source: each hard_deletes mode, check_cols, and a SQL snapshot that filters and
 transforms rows (its query runs over each commit's changed rows).
 
-CI runs ICETIME_PROPERTY_STEPS (default 8) steps per layout with a fixed seed; the long run:
+CI runs ICETIME_PROPERTY_STEPS (default 6) steps per layout with a fixed seed; the long run:
   ICETIME_PROPERTY_STEPS=100 ICETIME_PROPERTY_SEED=<n> \
     .venv/bin/pytest tests/functional/snapshots/test_history_property.py
 """
@@ -29,7 +29,7 @@ from tests.functional.snapshots.history import (
 )
 from tests.support import COW, MOR, SOURCES, PackageProject, create_orders, sql
 
-STEPS = int(os.environ.get("ICETIME_PROPERTY_STEPS", "8"))
+STEPS = int(os.environ.get("ICETIME_PROPERTY_STEPS", "6"))
 SEED = int(os.environ.get("ICETIME_PROPERTY_SEED", "20261124"))
 COLUMNS = "order_id, status, amount"
 

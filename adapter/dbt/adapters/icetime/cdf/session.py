@@ -22,7 +22,7 @@ from dbt.adapters.icetime.cdf.changes import placeholder_sql
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.cdf.feeds import Feeds
 from dbt.adapters.icetime.cdf.reads import output_schema
-from dbt.adapters.icetime.cdf.runs import RECOMPUTE, CdfRun, Upstream, view_name
+from dbt.adapters.icetime.cdf.runs import HISTORY, RECOMPUTE, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.snapshots import HistorySnapshots
 from dbt.adapters.icetime.cdf.state import write_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -31,6 +31,8 @@ from dbt.adapters.icetime.services import Services, compiling_only, empty_run
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
+
+ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 
 
 @dataclass
@@ -125,7 +127,14 @@ class CdfSession:
         run = self._runs.get(model.get("unique_id", ""))
         if run is None or not run.full:
             return {}
-        return run.new_state(None).as_properties()
+        managed = run.new_state(None).as_properties()
+        if run.mode == HISTORY:
+            # Each run closes a few versions in place: merge-on-read writes delete files for
+            # them instead of rewriting every data file that holds one (unless configured).
+            configured = (model.get("config") or {}).get("tblproperties") or {}
+            defaults = {key: "merge-on-read" for key in ROW_LEVEL_MODES if key not in configured}
+            managed = {**defaults, **managed}
+        return managed
 
     def key_bounds(self, relation: Any, key: str) -> list[str] | None:
         """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None.

@@ -67,6 +67,20 @@ class TestHistorySnapshot(PackageProject):
         sql(project, "update {s}.orders set amount = amount where order_id = 0")
         run_dbt(["snapshot"])
         self.check(project)
+        # Both changes between the two runs are versions; the update to the same values is not.
+        found = sql(
+            project,
+            "select order_id, status, dbt_valid_to is null from {s}.orders_history "
+            "where order_id in (0, 1) order by order_id, dbt_valid_from",
+            fetch="all",
+        )
+        assert [tuple(r) for r in found] == [
+            (0, "open", True),
+            (1, "open", False),
+            (1, "paid", False),
+            (1, "shipped", False),
+            (1, "delivered", True),
+        ]
         results = run_dbt(["snapshot"])
         assert results[0].adapter_response["_message"] == "NO-OP no changes"
 

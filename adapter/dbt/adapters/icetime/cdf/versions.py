@@ -92,8 +92,11 @@ def merge_sql(spec: Versioning) -> str:
     """One MERGE: the run's new versions inserted, the prior rows they follow closed."""
     assert spec.target is not None
     columns = list(spec.target_columns)
-    scd, valid_to = spec.columns["dbt_scd_id"].lower(), spec.columns["dbt_valid_to"].lower()
-    closing = {scd: _SCD, valid_to: _valid_to(spec)}
+    # A closing row carries the prior row's dbt_scd_id and its new dbt_valid_to, nothing else.
+    closing = {
+        spec.columns["dbt_scd_id"].lower(): _SCD,
+        spec.columns["dbt_valid_to"].lower(): _valid_to(spec),
+    }
     closings = ", ".join(f"{closing.get(c.lower(), 'null')} as {_q(c)}" for c in columns)
     scd, valid_to = _q(spec.columns["dbt_scd_id"]), _q(spec.columns["dbt_valid_to"])
     source = "DBT_INTERNAL_SOURCE"

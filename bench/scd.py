@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+import skip
 from report import measured, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "scd"
-DBT = str(Path(sys.executable).with_name("dbt"))
 
 SNAPSHOTS = """
 snapshots:
@@ -98,19 +95,8 @@ def write_project() -> Path:
     return project
 
 
-class Project:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.env = {**os.environ, "DBT_PROFILES_DIR": str(root)}
-
-    def dbt(self, *args: str) -> float:
-        started = time.perf_counter()
-        done = subprocess.run(
-            [DBT, *args], cwd=self.root, env=self.env, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}")
-        return time.perf_counter() - started
+class Project(skip.Project):
+    """A bench project run by dbt processes (bench/skip.py's), and a snapshot's node time."""
 
     def node_seconds(self) -> float:
         results = json.loads((self.root / "target" / "run_results.json").read_text())["results"]

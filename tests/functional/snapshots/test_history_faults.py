@@ -20,13 +20,10 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from tests.functional.snapshots.history import expected_versions, snapshot_versions, source_states
-from tests.support import MOR, ROOT, profile_target, run_dbt_process, write_project
+from tests.support import MOR, ROOT, profile_target, raw_sources, run_dbt_process, write_project
 
 SCHEMA = "history_faults"
-SOURCES = (
-    'version: 2\nsources:\n  - name: raw\n    schema: "{{ target.schema }}"\n'
-    "    tables:\n      - name: orders\n"
-)
+SOURCES = raw_sources("orders")
 SNAPSHOTS = """
 snapshots:
   - name: orders_history

@@ -41,11 +41,15 @@ snapshots:
 COLUMNS = "order_id, status, amount"
 
 
-class TestHistorySnapshot(PackageProject):
+class HistoryProject(PackageProject):
+    """A test project over source raw.orders (the test's schema)."""
+
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         return {"sources.yml": SOURCES}
 
+
+class TestHistorySnapshot(HistoryProject):
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
         return {"history.yml": HISTORY}
@@ -111,13 +115,9 @@ def by_key(project: Any, table: str, deleted: bool) -> dict[Any, list[tuple[Any,
     return versions
 
 
-class TestCheckStrategyAgrees(PackageProject):
+class TestCheckStrategyAgrees(HistoryProject):
     """dbt's check snapshot, run after every single commit, makes the same versions as one
     history snapshot run at the end; only the instants differ (run times, commit times)."""
-
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {"sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
@@ -188,7 +188,7 @@ snapshots:
 """
 
 
-class TestHistoryBadInput(PackageProject):
+class TestHistoryBadInput(HistoryProject):
     """Each bad value stops the run with a message naming it and what is accepted; nothing is
     written."""
 
@@ -277,13 +277,9 @@ class TestHistoryBadInput(PackageProject):
         ]
 
 
-class TestHistoryWithIcetime(PackageProject):
+class TestHistoryWithIcetime(HistoryProject):
     """Pins, skipping, the plan, expiry and history gaps treat a history snapshot like a CDF
     model."""
-
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {"sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
@@ -395,7 +391,7 @@ snapshots:
 """
 
 
-class TestSwitchingStrategies(PackageProject):
+class TestSwitchingStrategies(HistoryProject):
     """A snapshot built by dbt's check strategy continues as a history snapshot: its versions
     stay; what changed since its last run becomes versions at the commit the first history run
     reads, and every later commit a version of its own."""
@@ -447,11 +443,7 @@ class TestSwitchingStrategies(PackageProject):
         )
 
 
-class TestRenamedColumns(PackageProject):
-    @pytest.fixture(scope="class")
-    def models(self) -> dict[str, str]:
-        return {"sources.yml": SOURCES}
-
+class TestRenamedColumns(HistoryProject):
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
         return {"history.yml": RENAMED}

@@ -191,22 +191,25 @@ class CdfSession:
     def run_of(self, node_id: str) -> CdfRun:
         return self._runs[node_id]
 
+    def existing(self, target: TableName) -> TableMetadata | None:
+        """A target's metadata, None when the catalog says there is no such table."""
+        try:
+            return self.services.reader.table(target)
+        except errors.TableNotFoundError:
+            return None
+
     def _run(self, model: Mapping[str, Any], config: CdfConfig, full_refresh: bool) -> CdfRun:
         node_id = model["unique_id"]
         run = self._runs.get(node_id)
         if run is None:
             target = TableName.from_node(model)
-            try:
-                existing: TableMetadata | None = self.services.reader.table(target)
-            except errors.TableNotFoundError:
-                existing = None
             run = CdfRun(
                 node_id=node_id,
                 target=target,
                 mode=config.mode,
                 on_history_gap=config.on_history_gap,
                 refresh=config.refresh,
-                target_metadata=existing,
+                target_metadata=self.existing(target),
                 full_refresh=full_refresh,
                 execute=self.services.execute,
                 feeds=self.feeds,

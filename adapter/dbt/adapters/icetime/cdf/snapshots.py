@@ -24,7 +24,7 @@ from dbt.adapters.icetime.cdf.config import HistoryConfig, history_config
 from dbt.adapters.icetime.cdf.runs import HISTORY, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.versions import Versioning, create_sql, merge_sql, payload_columns
 from dbt.adapters.icetime.config import is_history_snapshot
-from dbt.adapters.icetime.metadata import TableMetadata, TableName
+from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.services import empty_run
 from dbt.adapters.icetime.sql import quote_identifier
 
@@ -86,17 +86,13 @@ class HistorySnapshots:
                 errors.HISTORY_NOT_ICEBERG.format(model=node_id, table=seen.table)
             ) from exc
         target = TableName.from_node(model)
-        try:
-            existing: TableMetadata | None = self.services.reader.table(target)
-        except errors.TableNotFoundError:
-            existing = None
         run = CdfRun(
             node_id=node_id,
             target=target,
             mode=HISTORY,
             on_history_gap=config.on_history_gap,
             refresh=config.refresh,
-            target_metadata=existing,
+            target_metadata=self.session.existing(target),
             full_refresh=False,
             execute=self.services.execute,
             feeds=self.session.feeds,

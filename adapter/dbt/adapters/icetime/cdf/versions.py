@@ -20,7 +20,10 @@ commit's snapshot id, timestamp and ordinal; a first run's base snapshot is ordi
    record carrying that version's values.
 
 A new table is created from the versions; an existing one gets them in one MERGE that inserts the
-new versions and closes the prior rows the run superseded (matched by their ``dbt_scd_id``).
+new versions and closes the prior rows the run superseded (matched by their ``dbt_scd_id``). With
+one unique key column, the keys the run touched (``touched``) bound both reads of the table: the
+prior rows, and the MERGE's target (a condition on the target alone, which Spark pushes into
+its scan), so rows of untouched keys are neither joined nor shuffled.
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ class Versioning:
     # Continuing a table that has no watermark: its base is the pinned snapshot, commit id and
     # time, and keys the table has and the base lacks were deleted there.
     continuing: tuple[int, int] | None = None
+    # A predicate every key the run touches satisfies (``in (...)`` or ``between ...``, on the
+    # one unique key column): the table's rows outside it are not read, nor joined.
+    touched: str | None = None
 
     @property
     def meta(self) -> list[str]:
@@ -108,7 +114,8 @@ def merge_sql(spec: Versioning) -> str:
         f"select {closings}, 'close' as {_OP}\n"
         f"from versioned where {_O} < 0 and {_NEXT} is not null\n"
         f") as {source}\n"
-        f"on {source}.{_OP} = 'close' and {source}.{scd} = DBT_INTERNAL_DEST.{scd}\n"
+        f"on {source}.{_OP} = 'close' and {source}.{scd} = DBT_INTERNAL_DEST.{scd}"
+        f"{_touched(spec, 'DBT_INTERNAL_DEST')}\n"
         f"when matched then update set {valid_to} = {source}.{valid_to}\n"
         f"when not matched and {source}.{_OP} = 'insert' then insert "
         f"({', '.join(_q(c) for c in columns)}) "
@@ -202,8 +209,16 @@ def _prior(spec: Versioning) -> str:
         f"prior as (\n  select {values}, -1 as {_O}, cast(null as bigint) as {_S}, "
         f"cast(null as timestamp) as {_T}, {live} as {_LIVE}, "
         f"t.{_q(spec.columns['dbt_scd_id'])} as {_SCD}\n"
-        f"  from {spec.target} as t{touched}\n  where {current}\n)"
+        f"  from {spec.target} as t{touched}\n  where {current}{_touched(spec, 't')}\n)"
     )
+
+
+def _touched(spec: Versioning, alias: str) -> str:
+    """`` and <alias>.<key> <touched>`` when the run's keys are known (every current row is
+    read when continuing a table without a watermark)."""
+    if spec.touched is None or spec.continuing is not None:
+        return ""
+    return f" and {alias}.{_q(spec.keys[0])} {spec.touched}"
 
 
 def _new_versions(spec: Versioning, columns: Sequence[str]) -> str:

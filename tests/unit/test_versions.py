@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import date, datetime
+from decimal import Decimal
 
+from dbt.adapters.icetime.cdf.session import key_literal
 from dbt.adapters.icetime.cdf.versions import Versioning, merge_sql
 
 COLUMNS = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
@@ -52,3 +55,14 @@ def test_continuing_a_table_reads_every_current_row() -> None:
     # A table without a watermark: keys the base lacks are closed too, so nothing is bounded.
     sql = flat(merge_sql(replace(SPEC, touched="between 1 and 5", continuing=(7, 1000))))
     assert "between 1 and 5" not in sql
+
+
+def test_key_values_with_a_faithful_literal() -> None:
+    assert key_literal(7) == "7"
+    assert key_literal("o'k") == "'o\\'k'"
+    assert key_literal(Decimal("1.50")) == "1.50"
+    assert key_literal(date(2026, 1, 2)) == "date'2026-01-02'"
+    # PySpark returns a timestamp in the Python process's time zone, not the session's.
+    assert key_literal(datetime(2026, 1, 2, 3)) is None
+    assert key_literal(None) is None
+    assert key_literal(b"raw") is None

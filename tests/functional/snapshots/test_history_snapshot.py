@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.icetime.cdf import snapshots as history_snapshots
+from dbt.adapters.icetime.cdf import session as cdf_session
 from tests.functional.snapshots.history import (
     expected_versions,
     fetcher,
@@ -61,9 +61,9 @@ class TestHistorySnapshot(HistoryProject):
         assert snapshot_versions(fetcher(project), "orders_history", COLUMNS) == expected
 
     def test_every_commit_is_a_version(self, project: Any, monkeypatch: Any) -> None:
-        # More touched keys than listed: the reads of the table are bounded by their least and
-        # greatest (the property tests cover the listed keys).
-        monkeypatch.setattr(history_snapshots, "TOUCHED_KEYS", 1)
+        # No touched key listed: the reads of the table are bounded by their least and greatest
+        # (the property tests cover the listed keys).
+        monkeypatch.setattr(cdf_session, "TOUCHED_KEYS", 0)
         create_orders(project, COW, rows=3)
         sql(project, "update {s}.orders set status = 'paid' where order_id = 1")
         sql(project, "delete from {s}.orders where order_id = 2")
@@ -75,6 +75,11 @@ class TestHistorySnapshot(HistoryProject):
         sql(project, "update {s}.orders set amount = amount where order_id = 0")
         run_dbt(["snapshot"])
         self.check(project)
+        # The MERGE dbt ran (its runtime SQL) read only the touched keys' rows of the table.
+        merge = "".join(
+            f.read_text() for f in (Path(project.project_root) / "target" / "run").rglob("*.sql")
+        )
+        assert "DBT_INTERNAL_DEST.`order_id` between" in merge, merge
         # Both changes between the two runs are versions; the update to the same values is not.
         found = sql(
             project,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -33,6 +33,17 @@ from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 logger = AdapterLogger("icetime")
 
 ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+# A history snapshot's touched keys are listed in its SQL up to this many, else bounded.
+TOUCHED_KEYS = 10_000
+
+
+def key_literal(value: Any) -> str | None:
+    """The SQL literal of a key value read back from Spark, or None when it has none that means
+    the same value: a null, a value of another type, or a timestamp (PySpark returns it in the
+    Python process's time zone, Spark reads the literal in the session's)."""
+    if isinstance(value, datetime) or not isinstance(value, int | float | str | Decimal | date):
+        return None
+    return sql_literal(value)
 
 
 @dataclass
@@ -144,10 +155,24 @@ class CdfSession:
         """
         column = quote_identifier(key)
         rows = self.services.fetch(f"select min({column}), max({column}) from {relation}")
-        low, high = rows[0] if rows else (None, None)
-        if low is None or high is None or not isinstance(low, int | float | str | Decimal | date):
+        low, high = (key_literal(v) for v in rows[0]) if rows else (None, None)
+        return [low, high] if low is not None and high is not None else None
+
+    def touched_keys(self, relation: Any, key: str) -> str | None:
+        """A predicate on ``key`` that every row of ``relation`` satisfies: ``in`` its values
+        (up to TOUCHED_KEYS of them), else ``between`` their least and greatest; None when a
+        value has no literal (see key_literal)."""
+        column = quote_identifier(key)
+        values = self.services.fetch(
+            f"select distinct {column} from {relation} limit {TOUCHED_KEYS + 1}"
+        )
+        if len(values) > TOUCHED_KEYS:
+            bounds = self.key_bounds(relation, key)
+            return f"between {bounds[0]} and {bounds[1]}" if bounds else None
+        literals = [key_literal(row[0]) for row in values]
+        if not literals or None in literals:
             return None
-        return [sql_literal(low), sql_literal(high)]
+        return f"in ({', '.join(str(v) for v in literals)})"
 
     def finish(self, model: Mapping[str, Any], committed: bool) -> None:
         """After the data statement: move the watermarks (if it ran) and drop the run's views."""

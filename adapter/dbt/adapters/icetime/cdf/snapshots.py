@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -28,16 +26,12 @@ from dbt.adapters.icetime.cdf.versions import Versioning, create_sql, merge_sql,
 from dbt.adapters.icetime.config import is_history_snapshot
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.services import empty_run
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import quote_identifier
 
 if TYPE_CHECKING:
     from dbt.adapters.icetime.cdf.session import CdfSession
 
 logger = AdapterLogger("icetime")
-
-# The run's keys are listed in the SQL up to this many, else bounded by the least and greatest.
-TOUCHED_KEYS = 10_000
-KEY_TYPES = (int, str, Decimal, date)
 
 
 @dataclass(frozen=True)
@@ -176,30 +170,14 @@ class HistorySnapshots:
                 target=run.target.sql(),
                 target_columns=[*present, *added],
                 continuing=continuing,
-                touched=self._touched(changes, spec.keys) if continuing is None else None,
+                # One key column: the reads of the table are bounded by the keys touched.
+                touched=(
+                    self.session.touched_keys(changes, spec.keys[0])
+                    if continuing is None and len(spec.keys) == 1
+                    else None
+                ),
             )
         )
-
-    def _touched(self, changes: Any, keys: Sequence[str]) -> str | None:
-        """A predicate on the unique key that every key in ``changes`` satisfies: ``in`` its
-        values (up to TOUCHED_KEYS of them), else ``between`` the least and greatest. None
-        for a key of several columns, with nulls, or of a type other than an integer, decimal,
-        string or date (a timestamp's literal would depend on the session's time zone)."""
-        if len(keys) != 1:
-            return None
-        column = quote_identifier(keys[0])
-        values = [
-            row[0]
-            for row in self.services.fetch(
-                f"select distinct {column} from {changes} limit {TOUCHED_KEYS + 1}"
-            )
-        ]
-        if any(not isinstance(v, KEY_TYPES) or isinstance(v, bool | datetime) for v in values):
-            return None
-        if len(values) <= TOUCHED_KEYS:
-            return f"in ({', '.join(sql_literal(v) for v in values)})" if values else None
-        low, high = self.services.fetch(f"select min({column}), max({column}) from {changes}")[0]
-        return f"between {sql_literal(low)} and {sql_literal(high)}"
 
     def _check_table(
         self,

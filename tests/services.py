@@ -123,10 +123,19 @@ def _pg_ctl(base: Path, action: str) -> None:
 
 @contextmanager
 def postgres_offline(base: Path) -> Iterator[None]:
-    """The server ``start_postgres`` started in ``base`` is stopped, and started again after."""
+    """The server ``start_postgres`` started in ``base`` is stopped, and started again after.
+
+    Meanwhile its port is held by a socket that is bound but not listening, so a connection is
+    refused at once: a port left free can be taken by any process's listener (a PySpark
+    accumulator server once was), and a JDBC client then waits for an answer instead."""
+    port = int((base / "pgdata" / "postmaster.pid").read_text().splitlines()[3])
     _pg_ctl(base, "stop")
     try:
-        yield
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+            # (the server's closed connections may leave the port in TIME_WAIT)
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            holder.bind(("127.0.0.1", port))
+            yield
     finally:
         _pg_ctl(base, "start")
 

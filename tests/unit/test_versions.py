@@ -7,7 +7,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from dbt.adapters.icetime.cdf.session import key_literal
-from dbt.adapters.icetime.cdf.versions import Versioning, merge_sql
+from dbt.adapters.icetime.cdf.versions import KeyBound, Versioning, merge_sql
 
 COLUMNS = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
 SPEC = Versioning(
@@ -36,12 +36,30 @@ def flat(sql: str) -> str:
     return " ".join(sql.split())
 
 
+def test_a_key_bound_lists_values_and_ranges() -> None:
+    assert KeyBound(values=("1", "5")).sql("t.k") == "t.k in (1, 5)"
+    assert KeyBound(ranges=(("1", "9"),)).sql("t.k") == "t.k between 1 and 9"
+    both = KeyBound(values=("'a'",), ranges=(("'b'", "'d'"), ("'x'", "'z'")))
+    assert both.sql("k") == "(k in ('a') or k between 'b' and 'd' or k between 'x' and 'z')"
+
+
 def test_touched_keys_bound_the_prior_rows_and_the_merge_target() -> None:
-    sql = flat(merge_sql(replace(SPEC, touched="in (1, 5)")))
+    sql = flat(merge_sql(replace(SPEC, touched=KeyBound(values=("1", "5")))))
     assert "where t.`dbt_valid_to` is null and t.`id` in (1, 5) )" in sql
     assert (
         "on DBT_INTERNAL_SOURCE._icetime_op = 'close' and DBT_INTERNAL_SOURCE.`dbt_scd_id` = "
         "DBT_INTERNAL_DEST.`dbt_scd_id` and DBT_INTERNAL_DEST.`id` in (1, 5) when matched" in sql
+    )
+
+
+def test_one_pass_gives_the_new_versions_and_the_closings() -> None:
+    # A union of two selects from the versions would compute them, and read the table, twice.
+    sql = flat(merge_sql(SPEC))
+    assert sql.count("from versioned") == 1
+    assert "case when _icetime_o < 0 then _icetime_scd else md5(" in sql
+    assert (
+        "where (_icetime_o >= 0 and _icetime_live) "
+        "or (_icetime_o < 0 and _icetime_next is not null)" in sql
     )
 
 
@@ -53,7 +71,8 @@ def test_without_touched_keys_every_row_is_read() -> None:
 
 def test_continuing_a_table_reads_every_current_row() -> None:
     # A table without a watermark: keys the base lacks are closed too, so nothing is bounded.
-    sql = flat(merge_sql(replace(SPEC, touched="between 1 and 5", continuing=(7, 1000))))
+    bound = KeyBound(ranges=(("1", "5"),))
+    sql = flat(merge_sql(replace(SPEC, touched=bound, continuing=(7, 1000))))
     assert "between 1 and 5" not in sql
 
 

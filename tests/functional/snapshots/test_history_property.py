@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.icetime.cdf import session as cdf_session
 from tests.functional.cdf.test_cdf_property import Upstream
 from tests.functional.snapshots.history import (
     expected_versions,
@@ -97,9 +98,13 @@ class HistoryPropertyBase(PackageProject):
         except AssertionError as failure:
             raise AssertionError(f"seed {SEED}, layout {self.layout}, steps {history}") from failure
 
-    def test_random_commits(self, project: Any) -> None:
+    def test_random_commits(self, project: Any, monkeypatch: Any) -> None:
         create_orders(project, self.layout, rows=0)
         upstream = Upstream(project, random.Random(f"{SEED}-{self.layout}"))
+        # Each run bounds its reads of the table by the keys it touched in one of three ways:
+        # keys listed and runs as ranges, a few ranges of equally many keys, or one range.
+        bounds = random.Random(f"{SEED}-{self.layout}-bounds")
+        defaults = (cdf_session.TOUCHED_KEYS, cdf_session.TOUCHED_RANGES)
         sql(project, f"insert into {{s}}.orders values {upstream.rows(30)}")
         history = ["insert"]
         sql(project, "update {s}.orders set status = 'paid' where order_id % 4 = 0")
@@ -110,6 +115,9 @@ class HistoryPropertyBase(PackageProject):
             history.append(upstream.step())
             if upstream.rng.random() < 0.4:  # two commits between two runs
                 history.append(upstream.step())
+            listed, ranges = bounds.choice([defaults, (0, 3), (0, 1)])
+            monkeypatch.setattr(cdf_session, "TOUCHED_KEYS", listed)
+            monkeypatch.setattr(cdf_session, "TOUCHED_RANGES", ranges)
             run_dbt(["snapshot"])
             self.check(project, history)
         scd_ids = sql(

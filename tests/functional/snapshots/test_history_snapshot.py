@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.icetime.cdf import session as cdf_session
 from tests.functional.snapshots.history import (
     expected_versions,
     fetcher,
@@ -50,20 +49,41 @@ class HistoryProject(PackageProject):
         return {"sources.yml": SOURCES}
 
 
+# The same history keyed by a string: its touched keys are listed, never ranged.
+BY_CODE = """
+{% snapshot orders_by_code %}
+{{ config(strategy='iceberg_history', unique_key='order_code', hard_deletes='invalidate') }}
+select concat('o-', cast(order_id as string)) as order_code, status, amount, _change_type,
+       _commit_snapshot_id, _commit_timestamp, _change_ordinal
+from {{ source('raw', 'orders') }}
+{% endsnapshot %}
+"""
+
+
 class TestHistorySnapshot(HistoryProject):
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
-        return {"history.yml": HISTORY}
+        return {"history.yml": HISTORY, "by_code.sql": BY_CODE}
 
     def check(self, project: Any) -> None:
         states = source_states(fetcher(project), "orders", COLUMNS)
         expected = expected_versions(states, 0, [1, 2], "invalidate")
         assert snapshot_versions(fetcher(project), "orders_history", COLUMNS) == expected
+        by_code = sql(
+            project,
+            "select order_code, status, amount, dbt_valid_from, dbt_valid_to "
+            "from {s}.orders_by_code order by order_code, dbt_valid_from",
+            fetch="all",
+        )
+        found = sql(
+            project,
+            "select concat('o-', cast(order_id as string)), status, amount, dbt_valid_from, "
+            "dbt_valid_to from {s}.orders_history order by 1, dbt_valid_from",
+            fetch="all",
+        )
+        assert [tuple(r) for r in by_code] == [tuple(r) for r in found]
 
-    def test_every_commit_is_a_version(self, project: Any, monkeypatch: Any) -> None:
-        # No touched key listed: the reads of the table are bounded by their least and greatest
-        # (the property tests cover the listed keys).
-        monkeypatch.setattr(cdf_session, "TOUCHED_KEYS", 0)
+    def test_every_commit_is_a_version(self, project: Any) -> None:
         create_orders(project, COW, rows=3)
         sql(project, "update {s}.orders set status = 'paid' where order_id = 1")
         sql(project, "delete from {s}.orders where order_id = 2")
@@ -75,11 +95,6 @@ class TestHistorySnapshot(HistoryProject):
         sql(project, "update {s}.orders set amount = amount where order_id = 0")
         run_dbt(["snapshot"])
         self.check(project)
-        # The MERGE dbt ran (its runtime SQL) read only the touched keys' rows of the table.
-        merge = "".join(
-            f.read_text() for f in (Path(project.project_root) / "target" / "run").rglob("*.sql")
-        )
-        assert "DBT_INTERNAL_DEST.`order_id` between" in merge, merge
         # Both changes between the two runs are versions; the update to the same values is not.
         found = sql(
             project,
@@ -94,8 +109,18 @@ class TestHistorySnapshot(HistoryProject):
             (1, "shipped", False),
             (1, "delivered", True),
         ]
+        # Two keys change: the MERGEs dbt ran (their runtime SQL) read only their rows of the
+        # tables, keys 0 and 1 as a run of an integer, as two values of a string.
+        sql(project, "update {s}.orders set status = 'closed' where order_id in (0, 1)")
+        run_dbt(["snapshot"])
+        self.check(project)
+        run = Path(project.project_root) / "target" / "run"
+        merge = next(run.rglob("orders_history.sql")).read_text()
+        assert "DBT_INTERNAL_DEST.`order_id` between 0 and 1\n" in merge, merge
+        merge = next(run.rglob("by_code.sql")).read_text()
+        assert re.search(r"DBT_INTERNAL_DEST.`order_code` in \('o-[01]', 'o-[01]'\)\n", merge)
         results = run_dbt(["snapshot"])
-        assert results[0].adapter_response["_message"] == "NO-OP no changes"
+        assert [r.adapter_response["_message"] for r in results] == ["NO-OP no changes"] * 2
 
 
 CHECK_PAIR = """

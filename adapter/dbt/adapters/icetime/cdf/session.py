@@ -25,6 +25,7 @@ from dbt.adapters.icetime.cdf.reads import output_schema
 from dbt.adapters.icetime.cdf.runs import HISTORY, RECOMPUTE, CdfRun, Upstream, view_name
 from dbt.adapters.icetime.cdf.snapshots import HistorySnapshots
 from dbt.adapters.icetime.cdf.state import write_state
+from dbt.adapters.icetime.cdf.versions import KeyBound
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.pins.session import PinSession
 from dbt.adapters.icetime.services import Services, compiling_only, empty_run
@@ -33,8 +34,10 @@ from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 logger = AdapterLogger("icetime")
 
 ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
-# A history snapshot's touched keys are listed in its SQL up to this many, else bounded.
+# A history snapshot's touched keys are listed in its SQL up to this many, and runs of
+# consecutive keys as up to this many ranges; else this many ranges bound them all.
 TOUCHED_KEYS = 10_000
+TOUCHED_RANGES = 64
 
 
 def key_literal(value: Any) -> str | None:
@@ -158,21 +161,43 @@ class CdfSession:
         low, high = (key_literal(v) for v in rows[0]) if rows else (None, None)
         return [low, high] if low is not None and high is not None else None
 
-    def touched_keys(self, relation: Any, key: str) -> str | None:
-        """A predicate on ``key`` that every row of ``relation`` satisfies: ``in`` its values
-        (up to TOUCHED_KEYS of them), else ``between`` their least and greatest; None when a
-        value has no literal (see key_literal)."""
+    def touched_keys(self, relation: Any, key: str, integral: bool) -> KeyBound | None:
+        """Where every ``key`` of ``relation`` lies: its values, up to TOUCHED_KEYS of them, an
+        integral key's runs of consecutive values as ranges (up to TOUCHED_RANGES); else
+        TOUCHED_RANGES ranges of equally many values each. None when a value has no literal
+        (a null, or a timestamp: see key_literal)."""
         column = quote_identifier(key)
-        values = self.services.fetch(
-            f"select distinct {column} from {relation} limit {TOUCHED_KEYS + 1}"
+        distinct = f"(select distinct {column} from {relation})"
+        if integral:  # a run's values less their rank are one number
+            pieces = (
+                f"select min({column}), max({column}) from (select {column}, {column} - "
+                f"row_number() over (order by {column}) as _icetime_run from {distinct}) "
+                f"group by _icetime_run"
+            )
+        else:
+            pieces = f"select {column}, {column} from {distinct}"
+        found = self.services.fetch(f"{pieces} limit {TOUCHED_KEYS + 1}")
+        ranges = [row for row in found if row[0] != row[1]]
+        if len(found) > TOUCHED_KEYS or len(ranges) > TOUCHED_RANGES:
+            found = self.services.fetch(
+                f"select min({column}), max({column}) from (select {column}, "
+                f"ntile({TOUCHED_RANGES}) over (order by {column}) as _icetime_tile "
+                f"from {distinct}) group by _icetime_tile"
+            )
+        bounds = []
+        for low, high in found:
+            low_sql, high_sql = key_literal(low), key_literal(high)
+            if low_sql is None or high_sql is None:
+                return None
+            bounds.append((low_sql, high_sql))
+        return (
+            KeyBound(
+                values=tuple(low for low, high in bounds if low == high),
+                ranges=tuple((low, high) for low, high in bounds if low != high),
+            )
+            if bounds
+            else None
         )
-        if len(values) > TOUCHED_KEYS:
-            bounds = self.key_bounds(relation, key)
-            return f"between {bounds[0]} and {bounds[1]}" if bounds else None
-        literals = [key_literal(row[0]) for row in values]
-        if not literals or None in literals:
-            return None
-        return f"in ({', '.join(str(v) for v in literals)})"
 
     def finish(self, model: Mapping[str, Any], committed: bool) -> None:
         """After the data statement: move the watermarks (if it ran) and drop the run's views."""

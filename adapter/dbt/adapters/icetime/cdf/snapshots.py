@@ -161,6 +161,8 @@ class HistorySnapshots:
         self._check_table(node_id, run, upstream, config, present)
         added = self._add_columns(run.target, columns, present, config)
         base = upstream.base
+        # One key column: the reads of the table are bounded by the keys the run touched.
+        key = _column(columns, spec.keys[0]) if len(spec.keys) == 1 else None
         continuing = None
         if run.state is None and base is not None:
             continuing = (base.snapshot_id, base.timestamp_ms)
@@ -170,10 +172,9 @@ class HistorySnapshots:
                 target=run.target.sql(),
                 target_columns=[*present, *added],
                 continuing=continuing,
-                # One key column: the reads of the table are bounded by the keys touched.
                 touched=(
-                    self.session.touched_keys(changes, spec.keys[0])
-                    if continuing is None and len(spec.keys) == 1
+                    self.session.touched_keys(changes, key.name, key.is_integer())
+                    if continuing is None and key is not None
                     else None
                 ),
             )
@@ -247,6 +248,11 @@ class HistorySnapshots:
                 self.services.catalog, "rollback_to_snapshot", run.target, snapshot_id=str(point)
             )
         )
+
+
+def _column(columns: Sequence[Any], name: str) -> Any:
+    """The query's column of that name (the configured key was checked to be one)."""
+    return next(c for c in columns if str(c.name).lower() == name.lower())
 
 
 def _require(node_id: str, key: str, wanted: Sequence[str], returned: Sequence[str]) -> None:

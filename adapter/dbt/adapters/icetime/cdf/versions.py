@@ -55,6 +55,21 @@ IGNORE = "ignore"
 
 
 @dataclass(frozen=True)
+class KeyBound:
+    """Where a key's values lie: some listed values, and some inclusive ranges (SQL literals).
+    A condition on the table alone, so Spark pushes it into Iceberg's scan, which skips the
+    files whose key range misses it."""
+
+    values: tuple[str, ...] = ()
+    ranges: tuple[tuple[str, str], ...] = ()
+
+    def sql(self, column: str) -> str:
+        parts = [f"{column} in ({', '.join(self.values)})"] if self.values else []
+        parts += [f"{column} between {low} and {high}" for low, high in self.ranges]
+        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
+
+
+@dataclass(frozen=True)
 class Versioning:
     model: str  # the snapshot's unique id, for messages
     source: str  # the table whose history this is, for messages
@@ -70,9 +85,9 @@ class Versioning:
     # Continuing a table that has no watermark: its base is the pinned snapshot, commit id and
     # time, and keys the table has and the base lacks were deleted there.
     continuing: tuple[int, int] | None = None
-    # A predicate every key the run touches satisfies (``in (...)`` or ``between ...``, on the
-    # one unique key column): the table's rows outside it are not read, nor joined.
-    touched: str | None = None
+    # Where every key the run touches lies (one unique key column): the table's rows outside
+    # it are not read, nor joined.
+    touched: KeyBound | None = None
 
     @property
     def meta(self) -> list[str]:
@@ -95,24 +110,19 @@ def create_sql(spec: Versioning) -> str:
 
 
 def merge_sql(spec: Versioning) -> str:
-    """One MERGE: the run's new versions inserted, the prior rows they follow closed."""
+    """One MERGE: the run's new versions inserted, the prior rows they follow closed.
+
+    Both come from one pass over ``versioned`` (a union of two selects from it would compute
+    the versions, and read the table, once for each): a prior row (ordinal -1) with a next
+    state is a closing, matched by its ``dbt_scd_id``, and carries its new ``dbt_valid_to``."""
     assert spec.target is not None
     columns = list(spec.target_columns)
-    # A closing row carries the prior row's dbt_scd_id and its new dbt_valid_to, nothing else.
-    closing = {
-        spec.columns["dbt_scd_id"].lower(): _SCD,
-        spec.columns["dbt_valid_to"].lower(): _valid_to(spec),
-    }
-    closings = ", ".join(f"{closing.get(c.lower(), 'null')} as {_q(c)}" for c in columns)
     scd, valid_to = _q(spec.columns["dbt_scd_id"]), _q(spec.columns["dbt_valid_to"])
     source = "DBT_INTERNAL_SOURCE"
     return (
         f"merge into {spec.target} as DBT_INTERNAL_DEST\nusing (\n"
         f"{_versioned(spec)}\n"
-        f"select *, 'insert' as {_OP} from (\n{_new_versions(spec, columns)}\n)\n"
-        f"union all\n"
-        f"select {closings}, 'close' as {_OP}\n"
-        f"from versioned where {_O} < 0 and {_NEXT} is not null\n"
+        f"{_new_versions(spec, columns, closings=True)}\n"
         f") as {source}\n"
         f"on {source}.{_OP} = 'close' and {source}.{scd} = DBT_INTERNAL_DEST.{scd}"
         f"{_touched(spec, 'DBT_INTERNAL_DEST')}\n"
@@ -214,20 +224,24 @@ def _prior(spec: Versioning) -> str:
 
 
 def _touched(spec: Versioning, alias: str) -> str:
-    """`` and <alias>.<key> <touched>`` when the run's keys are known (every current row is
-    read when continuing a table without a watermark)."""
+    """`` and <alias>.<key>`` within the touched keys' bound, when the run's keys are known
+    (every current row is read when continuing a table without a watermark)."""
     if spec.touched is None or spec.continuing is not None:
         return ""
-    return f" and {alias}.{_q(spec.keys[0])} {spec.touched}"
+    return f" and {spec.touched.sql(f'{alias}.{_q(spec.keys[0])}')}"
 
 
-def _new_versions(spec: Versioning, columns: Sequence[str]) -> str:
+def _new_versions(spec: Versioning, columns: Sequence[str], closings: bool = False) -> str:
     """The versions the run adds (live rows, and deleted records under new_record), with
-    ``columns`` in order (a payload column the query lacks is null)."""
+    ``columns`` in order (a payload column the query lacks is null). With ``closings``, also the
+    prior rows a new state follows, each with its ``dbt_scd_id`` and new ``dbt_valid_to`` (its
+    other columns are not used), and an ``_icetime_op`` of ``insert`` or ``close``."""
     payload = {c.lower(): i for i, c in enumerate(spec.payload)}
     meta = {name.lower(): dbt for dbt, name in spec.columns.items()}
     keys = ", ".join(f"coalesce(cast({_q(k)} as string), '')" for k in spec.keys)
     scd_id = f"md5(concat_ws('|', {keys}, cast({_S} as string)))"
+    if closings:
+        scd_id = f"case when {_O} < 0 then {_SCD} else {scd_id} end"
     selected = []
     for column in columns:
         name = column.lower()
@@ -247,6 +261,9 @@ def _new_versions(spec: Versioning, columns: Sequence[str]) -> str:
             value = "null"
         selected.append(f"{value} as {_q(column)}")
     kept = f"{_O} >= 0" + ("" if spec.hard_deletes == NEW_RECORD else f" and {_LIVE}")
+    if closings:
+        selected.append(f"case when {_O} < 0 then 'close' else 'insert' end as {_OP}")
+        kept = f"({kept}) or ({_O} < 0 and {_NEXT} is not null)"
     return f"select {', '.join(selected)}\nfrom versioned where {kept}"
 
 

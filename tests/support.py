@@ -7,6 +7,7 @@ fixtures in ``services.py`` and ``cluster.py``), never from one another.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import subprocess
@@ -83,6 +84,27 @@ def run_dbt_process(
         timeout=600,
     )
     return DbtResult(proc.returncode, proc.stdout + proc.stderr)
+
+
+def run_dbt_here(project: Path, *args: str) -> DbtResult:
+    """dbt in this process, on its Spark session (started once per test worker), with its log
+    output: for the runs of a test that need no process of their own (a killed run does). The
+    session reads the catalog afresh on every statement, so it sees what other processes
+    committed."""
+    from dbt.cli.main import dbtRunner
+    from dbt_common.events.functions import capture_stdout_logs, stop_capture_stdout_logs
+
+    buffer = io.StringIO()
+    capture_stdout_logs(buffer)
+    try:
+        result = dbtRunner().invoke(
+            [*args, "--project-dir", str(project), "--profiles-dir", str(project)]
+        )
+    finally:
+        stop_capture_stdout_logs()
+    if result.exception is not None:
+        raise result.exception
+    return DbtResult(0 if result.success else 1, buffer.getvalue())
 
 
 # The tests' JVMs run for seconds to minutes over small tables: compiling hot code with the

@@ -7,7 +7,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from dbt.adapters.icetime.cdf.session import key_literal
-from dbt.adapters.icetime.cdf.versions import KeyBound, Versioning, merge_sql
+from dbt.adapters.icetime.cdf.versions import KeyBound, Versioning, create_sql, merge_sql
 
 COLUMNS = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
 SPEC = Versioning(
@@ -61,6 +61,11 @@ def test_one_pass_gives_the_new_versions_and_the_closings() -> None:
         "where (_icetime_o >= 0 and _icetime_live) "
         "or (_icetime_o < 0 and _icetime_next is not null)" in sql
     )
+
+
+def test_a_new_table_is_written_in_key_order() -> None:
+    # Each file then holds a range of keys, which the later runs' bounds skip.
+    assert flat(create_sql(replace(SPEC, target=None))).endswith("order by `id`")
 
 
 def test_without_touched_keys_every_row_is_read() -> None:

@@ -4,7 +4,8 @@ Three models: a merge and a change log forced incremental, and a merge left to `
 auto`, which on this 30-row upstream chooses a rebuild (the test checks it did).
 
 Each fault run is a separate `dbt` process killed with os._exit (ICETIME_FAULT) before the
-write, while Spark executes it, or after the data commit but before the watermark moves. The
+write, while Spark executes it, or after the data commit but before the watermark moves; the
+other runs are dbt invocations in the test's process, on its Spark session. The
 upstream changes just before (in this test's own session on the same catalog), so every killed
 run had real changes to apply.
 """
@@ -20,7 +21,14 @@ import yaml
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
-from tests.support import MOR, ROOT, profile_target, run_dbt_process, write_project
+from tests.support import (
+    MOR,
+    ROOT,
+    profile_target,
+    run_dbt_here,
+    run_dbt_process,
+    write_project,
+)
 
 MODELS = {
     "sources.yml": (
@@ -89,7 +97,7 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
         f"using iceberg {MOR}"
     )
     spark.sql(f"insert into icetime.{schema}.orders select id, 'open', 1 from range(0, 30)")
-    first = run_dbt_process(project, "run")
+    first = run_dbt_here(project, "run")
     assert first.returncode == 0, first.output
 
     for step, (point, model) in enumerate(FAULT_GROUPS[group], start=1):
@@ -114,7 +122,7 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
         by_rebuild = model == "latest_auto" or step == 1
         assert ('"target_snapshot_id": null' in state) == by_rebuild, f"{point}/{model}: {state}"
         rebuilt = model == "latest_auto" and point == AFTER_DATA_COMMIT
-        again = run_dbt_process(project, "run")
+        again = run_dbt_here(project, "run")
         assert again.returncode == 0, again.output
         if rebuilt:  # the rebuild is recorded: nothing to apply again
             assert "latest_auto: no changes in" in again.output, again.output

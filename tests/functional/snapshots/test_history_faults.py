@@ -1,11 +1,12 @@
 """Exactly-once: a history snapshot's run killed at any point, then re-run, leaves the versions a
 from-scratch reconstruction derives.
 
-Each run is a `dbt snapshot` process of its own; a killed one ends with os._exit (ICETIME_FAULT)
+A killed run is a `dbt snapshot` process of its own that ends with os._exit (ICETIME_FAULT)
 before the write, while Spark executes it, or after the data commit but before the watermark
 moves (the re-run then rolls the table back to where the killed run started). The source
 commits just before every kill, so each killed run had versions to write; the first kill is of
-the first run, which creates the table.
+the first run, which creates the table. The re-runs are dbt invocations in the test's process,
+on its Spark session.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from tests.functional.snapshots.history import expected_versions, snapshot_versions, source_states
-from tests.support import MOR, ROOT, profile_target, raw_sources, run_dbt_process, write_project
+from tests.support import (
+    MOR,
+    ROOT,
+    profile_target,
+    raw_sources,
+    run_dbt_here,
+    run_dbt_process,
+    write_project,
+)
 
 SCHEMA = "history_faults"
 SOURCES = raw_sources("orders")
@@ -81,7 +90,7 @@ class TestKilledHistoryRuns:
                 project, "snapshot", env={"ICETIME_FAULT": point, "ICETIME_FAULT_DELAY_MS": "150"}
             )
             assert killed.returncode == 137, f"{point}: not killed\n{killed.output}"
-            again = run_dbt_process(project, "snapshot")
+            again = run_dbt_here(project, "snapshot")
             assert again.returncode == 0, again.output
             if point == AFTER_DATA_COMMIT:
                 assert "rolling it back to snapshot" in again.output, again.output

@@ -19,11 +19,12 @@ commit's snapshot id, timestamp and ordinal; a first run's base snapshot is ordi
    deleted state closes the version before it, and under ``new_record`` is itself a deleted
    record carrying that version's values.
 
-A new table is created from the versions; an existing one gets them in one MERGE that inserts the
-new versions and closes the prior rows the run superseded (matched by their ``dbt_scd_id``). With
-one unique key column, the keys the run touched (``touched``) bound both reads of the table: the
-prior rows, and the MERGE's target (a condition on the target alone, which Spark pushes into
-its scan), so rows of untouched keys are neither joined nor shuffled.
+A new table is created from the versions, in key order (each file then holds a range of keys);
+an existing one gets them in one MERGE that inserts the new versions and closes the prior rows
+the run superseded (matched by their ``dbt_scd_id``). With one unique key column, the keys the
+run touched (``touched``: listed, or as ranges) bound both reads of the table: the prior rows,
+and the MERGE's target (a condition on the target alone, which Spark pushes into its scan), so
+rows of untouched keys are neither joined nor shuffled, and files outside them not read.
 """
 
 from __future__ import annotations
@@ -104,9 +105,12 @@ def payload_columns(names: Sequence[str]) -> list[str]:
 
 
 def create_sql(spec: Versioning) -> str:
-    """The versions of a new (or rebuilt) table, as a SELECT."""
+    """The versions of a new (or rebuilt) table, as a SELECT, in key order: each of the
+    table's files then holds a range of keys, and a run's reads bounded by the keys it touched
+    (``touched``) skip the files outside them."""
     columns = [*spec.payload, *spec.meta]
-    return f"{_versioned(spec)}\n{_new_versions(spec, columns)}"
+    order = ", ".join(_q(k) for k in spec.keys)
+    return f"{_versioned(spec)}\n{_new_versions(spec, columns)}\norder by {order}"
 
 
 def merge_sql(spec: Versioning) -> str:

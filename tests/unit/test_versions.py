@@ -45,6 +45,8 @@ def test_a_key_bound_lists_values_and_ranges() -> None:
 
 def test_touched_keys_bound_the_prior_rows_and_the_merge_target() -> None:
     sql = flat(merge_sql(replace(SPEC, touched=KeyBound(values=("1", "5")))))
+    # The bound admits only the touched keys: no join with the states is needed.
+    assert "left semi join" not in sql
     assert "where t.`dbt_valid_to` is null and t.`id` in (1, 5) )" in sql
     assert (
         "on DBT_INTERNAL_SOURCE._icetime_op = 'close' and DBT_INTERNAL_SOURCE.`dbt_scd_id` = "
@@ -66,6 +68,12 @@ def test_one_pass_gives_the_new_versions_and_the_closings() -> None:
 def test_a_new_table_is_written_in_key_order() -> None:
     # Each file then holds a range of keys, which the later runs' bounds skip.
     assert flat(create_sql(replace(SPEC, target=None))).endswith("order by `id`")
+
+
+def test_a_bound_around_the_keys_keeps_the_join_with_the_states() -> None:
+    sql = flat(merge_sql(replace(SPEC, touched=KeyBound(ranges=(("1", "9"),), exact=False))))
+    assert "left semi join states as s on t.`id` <=> s.`id` where t.`dbt_valid_to` is null" in sql
+    assert "and t.`id` between 1 and 9 )" in sql
 
 
 def test_without_touched_keys_every_row_is_read() -> None:

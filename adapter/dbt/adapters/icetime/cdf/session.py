@@ -163,22 +163,23 @@ class CdfSession:
 
     def touched_keys(self, relation: Any, key: str, integral: bool) -> KeyBound | None:
         """Where every ``key`` of ``relation`` lies: its values, up to TOUCHED_KEYS of them, an
-        integral key's runs of consecutive values as ranges (up to TOUCHED_RANGES); else
-        TOUCHED_RANGES ranges of equally many values each. None when a value has no literal
-        (a null, or a timestamp: see key_literal)."""
+        integral key's runs of consecutive values as ranges (up to TOUCHED_RANGES): exactly
+        the keys. Else TOUCHED_RANGES ranges of equally many keys each. None when a value has
+        no literal (a null, or a timestamp: see key_literal)."""
         column = quote_identifier(key)
         distinct = f"(select distinct {column} from {relation})"
-        if integral:  # a run's values less their rank are one number
+        if integral:  # the values of a run, less their rank, are one number
+            run = f"cast({column} as decimal(20, 0)) - dense_rank() over (order by {column})"
             pieces = (
-                f"select min({column}), max({column}) from (select {column}, {column} - "
-                f"row_number() over (order by {column}) as _icetime_run from {distinct}) "
-                f"group by _icetime_run"
+                f"select min({column}), max({column}) from (select {column}, {run} as "
+                f"_icetime_run from {relation}) group by _icetime_run"
             )
         else:
             pieces = f"select {column}, {column} from {distinct}"
         found = self.services.fetch(f"{pieces} limit {TOUCHED_KEYS + 1}")
-        ranges = [row for row in found if row[0] != row[1]]
-        if len(found) > TOUCHED_KEYS or len(ranges) > TOUCHED_RANGES:
+        ranges = sum(row[0] != row[1] for row in found)
+        exact = len(found) <= TOUCHED_KEYS and ranges <= TOUCHED_RANGES
+        if not exact:
             found = self.services.fetch(
                 f"select min({column}), max({column}) from (select {column}, "
                 f"ntile({TOUCHED_RANGES}) over (order by {column}) as _icetime_tile "
@@ -190,13 +191,12 @@ class CdfSession:
             if low_sql is None or high_sql is None:
                 return None
             bounds.append((low_sql, high_sql))
-        return (
-            KeyBound(
-                values=tuple(low for low, high in bounds if low == high),
-                ranges=tuple((low, high) for low, high in bounds if low != high),
-            )
-            if bounds
-            else None
+        if not bounds:
+            return None
+        return KeyBound(
+            values=tuple(low for low, high in bounds if low == high),
+            ranges=tuple((low, high) for low, high in bounds if low != high),
+            exact=exact,
         )
 
     def finish(self, model: Mapping[str, Any], committed: bool) -> None:

@@ -63,6 +63,9 @@ class KeyBound:
 
     values: tuple[str, ...] = ()
     ranges: tuple[tuple[str, str], ...] = ()
+    # Every value it admits is one of the keys (listed values, runs of consecutive integers),
+    # not only a range around some of them.
+    exact: bool = True
 
     def sql(self, column: str) -> str:
         parts = [f"{column} in ({', '.join(self.values)})"] if self.values else []
@@ -216,7 +219,8 @@ def _prior(spec: Versioning) -> str:
         f"t.{_q(c)}" if c.lower() in names else f"null as {_q(c)}" for c in spec.payload
     )
     touched = ""
-    if spec.continuing is None:
+    exact = spec.touched is not None and spec.touched.exact
+    if spec.continuing is None and not exact:  # (an exact bound already keeps only these keys)
         on = " and ".join(f"t.{_q(k)} <=> s.{_q(k)}" for k in spec.keys)
         touched = f"\n  left semi join states as s on {on}"
     return (

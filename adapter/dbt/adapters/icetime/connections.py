@@ -14,85 +14,17 @@ from typing import Any, cast
 from dbt.adapters.contracts.connection import Connection, ConnectionState, LazyHandle
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
-from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.sql import split_statements, sql_literal
+from dbt.adapters.icetime.sql import split_statements
 
 logger = AdapterLogger("icetime")
 
 # Substrings of JDBC/SQLite errors that mean "another process holds the catalog database".
 LOCKED_MARKERS = ("SQLITE_BUSY", "database is locked", "database table is locked")
-
-
-def describe_jvm_error(exc: BaseException) -> str:
-    """One readable message for an exception raised through py4j: the error and its root cause."""
-    java_exception = getattr(exc, "java_exception", None)
-    if java_exception is None:
-        return str(exc).strip()
-    lines = [java_exception.toString()]
-    cause = java_exception.getCause()
-    seen = 0
-    while cause is not None and seen < 10:
-        text = cause.toString()
-        if text not in lines:
-            lines.append(text)
-        cause = cause.getCause()
-        seen += 1
-    return "\n  caused by: ".join(lines)
-
-
-class IcetimeCursor(Cursor):
-    """dbt-spark's session cursor, bound to icetime's session instead of a fresh builder."""
-
-    def __init__(self, session: Any) -> None:
-        super().__init__()
-        self._session = session
-
-    def execute(self, sql: str, *parameters: Any) -> None:
-        if parameters:
-            sql = sql % parameters
-        with _readable_errors():
-            self._df = self._session.sql(sql)
-
-    def fetchall(self) -> Any:
-        with _readable_errors():
-            return super().fetchall()
-
-
-@contextmanager
-def _readable_errors() -> Generator[None, None, None]:
-    """Spark errors as DbtRuntimeError with one readable message (no JVM stack trace)."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import CapturedException
-
-    try:
-        yield
-    except CapturedException as exc:
-        raise DbtRuntimeError(str(exc).strip()) from exc
-    except Py4JJavaError as exc:
-        raise DbtRuntimeError(describe_jvm_error(exc)) from exc
-
-
-class IcetimeSessionWrapper(SessionConnectionWrapper):
-    """dbt-spark's session wrapper with correct literals for bindings."""
-
-    @classmethod
-    def _fix_binding(cls, value: Any) -> str:  # type: ignore[override]
-        return sql_literal(value)
-
-
-class IcetimeSessionHandle:
-    """What dbt-spark's session wrapper expects of a handle: something that makes cursors."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-    def cursor(self) -> IcetimeCursor:
-        return IcetimeCursor(self.session)
 
 
 class IcetimeConnectionManager(SparkConnectionManager):
@@ -105,8 +37,10 @@ class IcetimeConnectionManager(SparkConnectionManager):
             return super().open(connection)  # type: ignore[no-any-return]
         if connection.state == ConnectionState.OPEN:
             return connection
-        session = embedded.spark_session(creds)
-        connection.handle = IcetimeSessionWrapper(IcetimeSessionHandle(session))  # type: ignore[arg-type]
+        # (imported here: only the session method needs PySpark, which takes a while to import)
+        from dbt.adapters.icetime.embedded_handle import session_handle
+
+        connection.handle = session_handle(embedded.spark_session(creds))
         connection.state = ConnectionState.OPEN
         return connection
 

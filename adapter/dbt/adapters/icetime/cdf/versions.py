@@ -218,16 +218,16 @@ def _prior(spec: Versioning) -> str:
     values = ", ".join(
         f"t.{_q(c)}" if c.lower() in names else f"null as {_q(c)}" for c in spec.payload
     )
-    touched = ""
+    join = ""
     exact = spec.touched is not None and spec.touched.exact
     if spec.continuing is None and not exact:  # (an exact bound already keeps only these keys)
         on = " and ".join(f"t.{_q(k)} <=> s.{_q(k)}" for k in spec.keys)
-        touched = f"\n  left semi join states as s on {on}"
+        join = f"\n  left semi join states as s on {on}"
     return (
         f"prior as (\n  select {values}, -1 as {_O}, cast(null as bigint) as {_S}, "
         f"cast(null as timestamp) as {_T}, {live} as {_LIVE}, "
         f"t.{_q(spec.columns['dbt_scd_id'])} as {_SCD}\n"
-        f"  from {spec.target} as t{touched}\n  where {current}{_touched(spec, 't')}\n)"
+        f"  from {spec.target} as t{join}\n  where {current}{_touched(spec, 't')}\n)"
     )
 
 

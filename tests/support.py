@@ -86,6 +86,38 @@ def run_dbt_process(
     return DbtResult(proc.returncode, proc.stdout + proc.stderr)
 
 
+# The modules a run that starts no Spark should never load (each costs 0.1-0.5 s at start).
+HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
+
+
+def run_dbt_process_imports(
+    project: Path, profiles_dir: Path, *args: str
+) -> tuple[DbtResult, list[str]]:
+    """dbt in a process of its own, and which of ``HEAVY_MODULES`` that process loaded."""
+    code = (
+        "import atexit, sys\n"
+        "from dbt.cli.main import cli\n"
+        f"heavy = {HEAVY_MODULES!r}\n"
+        "atexit.register(lambda: print('LOADED', sorted(m for m in heavy if m in sys.modules)))\n"
+        "sys.argv = ['dbt', *sys.argv[1:]]\n"
+        "cli()\n"
+    )
+    where = ["--project-dir", str(project), "--profiles-dir", str(profiles_dir)]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args, *where],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    loaded = [line for line in proc.stdout.splitlines() if line.startswith("LOADED ")]
+    assert loaded, proc.stdout + proc.stderr
+    found = loaded[-1].removeprefix("LOADED ").strip("[]").replace("'", "")
+    return DbtResult(proc.returncode, proc.stdout + proc.stderr), [
+        m.strip() for m in found.split(",") if m.strip()
+    ]
+
+
 def run_dbt_here(project: Path, *args: str) -> DbtResult:
     """dbt in this process, on its Spark session (started once per test worker), with its log
     output: for the runs of a test that need no process of their own (a killed run does). The

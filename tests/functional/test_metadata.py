@@ -202,6 +202,20 @@ def test_unreachable_catalog_falls_back_to_spark(
     assert fallback.table(busy_table) == readers[0].table(busy_table)
 
 
+@pytest.mark.parametrize("exists", [False, True], ids=["no file", "empty file"])
+def test_a_new_catalog_database_gets_the_catalog_tables(tmp_path: Path, exists: bool) -> None:
+    # As Spark's JDBC catalog does on its first start: the tables are created, and a new catalog
+    # is an empty answer (not a failure to list, and not an error on a missing table).
+    path = tmp_path / "catalog.db"
+    if exists:
+        path.touch()
+    reader = PyIcebergReader("icetime", {"uri": f"sqlite:///{path}"})
+    assert reader.namespaces() == []
+    assert reader.relations("raw") == []
+    with pytest.raises(errors.TableNotFoundError, match=r"raw\.t\b"):
+        reader.table(TableName("icetime", "raw", "t"))
+
+
 def test_choose_reader_by_profile(creds: IcetimeCredentials) -> None:
     settings = CatalogSettings.from_credentials(creds)
     assert isinstance(choose_reader(settings, "auto", lambda s: []), FallbackReader)

@@ -28,6 +28,7 @@ from tests.support import (
     raw_sources,
     rows,
     run_dbt_process,
+    run_dbt_process_imports,
     run_failing,
     snapshots,
     sql,
@@ -153,6 +154,22 @@ class TestSkipUnchanged(PackageProject):
         assert metadata_files(project) == files
         run_results = json.loads(Path(project.project_root, "target/run_results.json").read_text())
         assert {r["status"] for r in run_results["results"]} == {"no-op"}
+        # As a scheduler runs it, in a process of its own: it loads neither Spark nor pyiceberg
+        # (the catalog database is read directly), which is where a skipping run saves its time.
+        # A CDF model's change view waits for its materialization, so it starts nothing either.
+        done, loaded = run_dbt_process_imports(
+            Path(project.project_root),
+            Path(project.profiles_dir),
+            "run",
+            *SKIP,
+            "--exclude",
+            "from_view",
+            "--target-path",
+            "target_process",
+        )
+        assert done.returncode == 0 and "NO-OP=" in done.output, done.output
+        assert loaded == [], loaded
+        assert metadata_files(project) == files
 
         # A new customer: its table and what reads it build, nothing else.
         sql(project, "insert into {s}.customers values (2, 'grace')")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.icetime import errors
 
@@ -63,7 +65,10 @@ class IcetimeCredentials(SparkCredentials):
         # dbt-spark insists database == schema; for icetime `database` is the Iceberg catalog.
         catalog_database = self.database
         self.database = None
-        super().__post_init__()
+        if self.is_embedded:
+            self._check_session()
+        else:
+            super().__post_init__()
         if self.catalog_type is None:
             self.catalog_type = "sqlite" if self.is_embedded else "server"
         _check_choice("catalog_type", self.catalog_type, CATALOG_TYPES)
@@ -87,6 +92,22 @@ class IcetimeCredentials(SparkCredentials):
             self.database = catalog_database
         elif self.catalog_type != "server":
             self.database = self.catalog
+
+    def _check_session(self) -> None:
+        """dbt-spark's checks of a `method: session` profile, finding PySpark without importing
+        it: the import costs 150 ms at every dbt start, and a run that skips every model, or
+        only compiles, never starts Spark."""
+        if self.schema is None:
+            raise DbtRuntimeError("Must specify `schema` in profile")
+        if importlib.util.find_spec("pyspark") is None:
+            raise DbtRuntimeError(
+                "method: session needs PySpark, which is not installed. "
+                "Install it with `pip install dbt-spark[session]`."
+            )
+        self.server_side_parameters = {
+            str(key): str(value) for key, value in self.server_side_parameters.items()
+        }
+        self.server_side_parameters["spark.sql.ansi.enabled"] = "false"
 
     @property
     def type(self) -> str:

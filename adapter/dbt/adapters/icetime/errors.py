@@ -136,7 +136,9 @@ PROTECTED_TARGET = (
 )
 
 
-CATALOG_UNREACHABLE = "pyiceberg could not open the Iceberg catalog '{catalog}' at {uri}: {reason}"
+CATALOG_UNREACHABLE = (
+    "icetime could not open the database of the Iceberg catalog '{catalog}' at {uri}: {reason}"
+)
 LOOKUP_FAILED = "Could not look up {table} in the Iceberg catalog '{catalog}': {reason}"
 TABLE_MISSING_IN = "Iceberg table {table} does not exist in catalog '{catalog}'."
 TABLE_MISSING = "Iceberg table {table} does not exist."

@@ -2,8 +2,10 @@
 
 ``changes()`` (at compile time) adds an upstream; the materialization then asks what the run
 is (full, no changes, recovering from an interrupted run) and, after the data commit, writes the
-new state. Views are named after the model, so models running in parallel threads of one Spark
-session never share one.
+new state. In a run the change views are created when the materialization starts, not as the
+model compiles, so a model that is then skipped (``skip_unchanged``) runs no statement. Views
+are named after the model, so models running in parallel threads of one Spark session never
+share one.
 """
 
 from __future__ import annotations
@@ -154,16 +156,24 @@ class CdfRun:
             return snapshot is not None and snapshot.parent_id is not None
         return self.state.target_snapshot_id != current
 
-    def add(self, upstream: Upstream) -> str:
-        """Plan an upstream's range and create its change view; returns the view's name."""
+    def add(self, upstream: Upstream, create_view: bool = True) -> str:
+        """Plan an upstream's range and create its change view (or leave that to
+        ``create_views``); returns the view's name."""
         known = self.upstreams.get(upstream.name)
         if known is not None:
             return quote_identifier(known.view)
         self.upstreams[upstream.name] = upstream
         self._plan(upstream)
         self._choose(upstream)
-        self._render(upstream)
+        if create_view:
+            self._render(upstream)
         return quote_identifier(upstream.view)
+
+    def create_views(self) -> None:
+        """Create the change views ``add`` left for later (the materialization's start)."""
+        for upstream in self.upstreams.values():
+            if not upstream.view_created:
+                self._render(upstream)
 
     def _plan(self, upstream: Upstream) -> None:
         watermark = None
@@ -385,7 +395,7 @@ class CdfRun:
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
     def close(self) -> None:
-        views = [u.view for u in self.upstreams.values()] + self.staged_views
+        views = [u.view for u in self.upstreams.values() if u.view_created] + self.staged_views
         for view in views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
 

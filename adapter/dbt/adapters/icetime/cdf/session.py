@@ -108,7 +108,9 @@ class CdfSession:
             to_snapshot=pinned if pinned is not None else metadata.current_snapshot_id,
             view=view_name(node_id, str(len(run.upstreams))),
         )
-        return run.add(upstream)
+        # In a run the materialization creates the view (prepare): a model that is then skipped
+        # runs no statement, and starts no Spark. compile and show need it now.
+        return run.add(upstream, create_view=compiling_only())
 
     def prepare(
         self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
@@ -127,6 +129,7 @@ class CdfSession:
             raise errors.ConfigurationError(
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
             )
+        run.create_views()
         described = run.describe()
         if run.estimate is not None:
             logger.info(f"{run.target}: {run.estimate.describe()}")

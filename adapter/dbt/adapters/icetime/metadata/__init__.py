@@ -68,7 +68,7 @@ class FallbackReader:
     def _reader(self) -> MetadataReader:
         if not self._use_fallback:
             try:
-                self.primary.catalog()
+                self.primary.database()
             except errors.CatalogError as exc:
                 logger.debug(f"reading metadata through Spark SQL instead: {exc}")
                 self._use_fallback = True

@@ -1,7 +1,9 @@
 """Two ways to read Iceberg metadata, answering in the same types.
 
 - ``PyIcebergReader`` opens the catalog database directly (SQLite file or PostgreSQL): no Spark
-  job, milliseconds per table.
+  job, milliseconds per table. Its lookups are plain SQL on the JDBC catalog's own tables, and a
+  local metadata file is read as a file: pyiceberg (half a second to import) is loaded only for
+  what needs it, such as manifests on object storage or a catalog whose tables do not exist yet.
 - ``SparkSqlReader`` asks Spark SQL (any connection method, e.g. thrift to a cluster): it finds
   the current metadata file through the ``metadata_log_entries`` metadata table, reads that file
   as text, and lists manifests through ``all_manifests``.
@@ -13,9 +15,12 @@ handled once. Neither ever answers "no such table" for a failure to ask.
 from __future__ import annotations
 
 import gzip
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote, urlparse
 
 import orjson
 
@@ -65,13 +70,46 @@ class SchemeFileAccess:
         return PyArrowFileIO()
 
 
+class CatalogDatabase:
+    """The JDBC catalog's own tables (``iceberg_tables``, ``iceberg_namespace_properties``,
+    shared by Java and pyiceberg), queried directly: a SQLite file through Python's standard
+    library, any other database through SQLAlchemy. Queries take ``:name`` parameters."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._sqlite = _sqlite_file(uri)
+        self._engine: Any = None
+
+    def rows(self, sql: str, params: dict[str, str]) -> list[tuple[Any, ...]]:
+        if self._sqlite is not None:
+            # mode=rw: a missing file is an error here, never a new empty catalog.
+            conn = sqlite3.connect(f"file:{quote(self._sqlite)}?mode=rw", uri=True, timeout=30)
+            try:
+                return [tuple(row) for row in conn.execute(sql, params).fetchall()]
+            finally:
+                conn.close()
+        from sqlalchemy import create_engine, text
+
+        if self._engine is None:
+            self._engine = create_engine(self.uri, pool_pre_ping=True)
+        with self._engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(sql), params).all()]
+
+
+# Proves the catalog database opens and holds the catalog's tables.
+_PROBE = (
+    "select 1 from iceberg_tables where 1 = 0 "
+    "union all select 1 from iceberg_namespace_properties where 1 = 0"
+)
+
+
 class PyIcebergReader:
     """Reads metadata straight from the catalog database: one indexed SQL lookup of the
-    metadata location (the JDBC catalog's ``iceberg_tables``, shared by Java and pyiceberg),
-    then the metadata file through pyiceberg's FileIO. No Spark job."""
+    metadata location in the JDBC catalog's ``iceberg_tables``, then the metadata file. No
+    Spark job."""
 
     _catalogs: dict[tuple[tuple[str, str], ...], Any] = {}
-    _engines: dict[str, Any] = {}
+    _databases: dict[str, CatalogDatabase] = {}
     _lock = threading.Lock()
 
     def __init__(self, catalog_name: str, properties: dict[str, str]) -> None:
@@ -79,7 +117,8 @@ class PyIcebergReader:
         self.properties = properties
 
     def catalog(self) -> Any:
-        """pyiceberg's SqlCatalog on the same database (opening it proves it is reachable)."""
+        """pyiceberg's SqlCatalog on the same database (creating the catalog's tables when the
+        database has none yet, as Spark's JDBC catalog does)."""
         key = (("name", self.catalog_name), *sorted(self.properties.items()))
         with self._lock:
             catalog = self._catalogs.get(key)
@@ -89,41 +128,60 @@ class PyIcebergReader:
                 try:
                     catalog = SqlCatalog(self.catalog_name, **self.properties)
                 except Exception as exc:
-                    raise errors.CatalogError(
-                        errors.CATALOG_UNREACHABLE.format(
-                            catalog=self.catalog_name,
-                            uri=_redact(self.properties.get("uri", "?")),
-                            reason=exc,
-                        )
-                    ) from exc
+                    raise self._unreachable(exc) from exc
                 self._catalogs[key] = catalog
-                self._engines[self.properties["uri"]] = catalog.engine
             return catalog
 
-    def metadata_location(self, name: TableName, kind: str = "TABLE") -> str:
-        from sqlalchemy import text
+    def database(self) -> CatalogDatabase:
+        """The catalog database, opened once per process (opening it proves it is reachable).
 
-        self.catalog()
-        engine = self._engines[self.properties["uri"]]
+        When its tables cannot be read, pyiceberg's catalog is opened first: it creates them in
+        a new database, and raises for a database that cannot be opened at all.
+        """
+        uri = self.properties["uri"]
+        with self._lock:
+            database = self._databases.get(uri)
+        if database is not None:
+            return database
+        database = CatalogDatabase(uri)
         try:
-            with engine.connect() as conn:
-                row = conn.execute(
-                    text(
-                        "select metadata_location from iceberg_tables where catalog_name = :c "
-                        "and table_namespace = :n and table_name = :t "
-                        "and (iceberg_type = :k or (:k = 'TABLE' and iceberg_type is null))"
-                    ),
-                    {"c": self.catalog_name, "n": name.namespace, "t": name.name, "k": kind},
-                ).first()
+            database.rows(_PROBE, {})
+        except Exception:
+            self.catalog()
+            try:
+                database.rows(_PROBE, {})
+            except Exception as exc:
+                raise self._unreachable(exc) from exc
+        with self._lock:
+            return self._databases.setdefault(uri, database)
+
+    def _unreachable(self, exc: Exception) -> errors.CatalogError:
+        return errors.CatalogError(
+            errors.CATALOG_UNREACHABLE.format(
+                catalog=self.catalog_name,
+                uri=_redact(self.properties.get("uri", "?")),
+                reason=exc,
+            )
+        )
+
+    def metadata_location(self, name: TableName, kind: str = "TABLE") -> str:
+        database = self.database()
+        try:
+            rows = database.rows(
+                "select metadata_location from iceberg_tables where catalog_name = :c "
+                "and table_namespace = :n and table_name = :t "
+                "and (iceberg_type = :k or (:k = 'TABLE' and iceberg_type is null))",
+                {"c": self.catalog_name, "n": name.namespace, "t": name.name, "k": kind},
+            )
         except Exception as exc:
             raise errors.CatalogError(
                 errors.LOOKUP_FAILED.format(table=name, catalog=self.catalog_name, reason=exc)
             ) from exc
-        if row is None or not row[0]:
+        if not rows or not rows[0][0]:
             raise errors.TableNotFoundError(
                 errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
             )
-        return str(row[0])
+        return str(rows[0][0])
 
     def relations(self, namespace: str) -> list[tuple[str, bool]]:
         """Every table and view of ``namespace``, as (name, is_view); [] for no namespace."""
@@ -146,13 +204,9 @@ class PyIcebergReader:
         return sorted({str(row[0]).split(".")[0] for row in rows if row[0]})
 
     def _catalog_query(self, sql: str, params: dict[str, str], what: str) -> list[Any]:
-        from sqlalchemy import text
-
-        self.catalog()
-        engine = self._engines[self.properties["uri"]]
+        database = self.database()
         try:
-            with engine.connect() as conn:
-                return list(conn.execute(text(sql), params).all())
+            return database.rows(sql, params)
         except Exception as exc:
             raise errors.CatalogError(
                 errors.LISTING_FROM_CATALOG_FAILED.format(
@@ -179,10 +233,14 @@ class PyIcebergReader:
         return load_file_io(self.properties)
 
     def _read(self, location: str) -> bytes:
-        from pyiceberg.io import load_file_io
-
         try:
-            data: bytes = load_file_io(self.properties, location).new_input(location).open().read()
+            local = _local_file(location)
+            if local is not None:
+                data = Path(local).read_bytes()
+            else:
+                from pyiceberg.io import load_file_io
+
+                data = load_file_io(self.properties, location).new_input(location).open().read()
         except Exception as exc:
             raise errors.MetadataError(
                 errors.METADATA_FILE_UNREADABLE.format(file=location, reason=exc)
@@ -310,6 +368,24 @@ def stored_view_sql(name: TableName, location: str, document: bytes) -> str:
         raise errors.MetadataError(
             errors.VIEW_METADATA_UNREADABLE.format(view=name, file=location, reason=exc)
         ) from exc
+
+
+def _sqlite_file(uri: str) -> str | None:
+    """The file of a SQLAlchemy ``sqlite:///<path>`` URI (None for any other URI)."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix) or "?" in uri or len(uri) == len(prefix):
+        return None
+    return uri[len(prefix) :]
+
+
+def _local_file(location: str) -> str | None:
+    """The path of a file on this machine (``file:`` or no scheme), as pyiceberg reads it."""
+    parsed = urlparse(location)
+    if parsed.scheme == "":
+        return location
+    if parsed.scheme == "file" and not parsed.netloc:
+        return parsed.path
+    return None
 
 
 def _redact(uri: str) -> str:

@@ -95,10 +95,11 @@ def run_dbt_process_imports(
 ) -> tuple[DbtResult, list[str]]:
     """dbt in a process of its own, and which of ``HEAVY_MODULES`` that process loaded."""
     code = (
-        "import atexit, sys\n"
+        "import atexit, json, sys\n"
         "from dbt.cli.main import cli\n"
         f"heavy = {HEAVY_MODULES!r}\n"
-        "atexit.register(lambda: print('LOADED', sorted(m for m in heavy if m in sys.modules)))\n"
+        "loaded = lambda: json.dumps([m for m in heavy if m in sys.modules])\n"
+        "atexit.register(lambda: print('LOADED', loaded()))\n"
         "sys.argv = ['dbt', *sys.argv[1:]]\n"
         "cli()\n"
     )
@@ -112,10 +113,8 @@ def run_dbt_process_imports(
     )
     loaded = [line for line in proc.stdout.splitlines() if line.startswith("LOADED ")]
     assert loaded, proc.stdout + proc.stderr
-    found = loaded[-1].removeprefix("LOADED ").strip("[]").replace("'", "")
-    return DbtResult(proc.returncode, proc.stdout + proc.stderr), [
-        m.strip() for m in found.split(",") if m.strip()
-    ]
+    result = DbtResult(proc.returncode, proc.stdout + proc.stderr)
+    return result, list(json.loads(loaded[-1].removeprefix("LOADED ")))
 
 
 def run_dbt_here(project: Path, *args: str) -> DbtResult:

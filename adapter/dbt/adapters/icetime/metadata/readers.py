@@ -79,6 +79,10 @@ class CatalogDatabase:
         self.uri = uri
         self._sqlite = _sqlite_file(uri)
         self._engine: Any = None
+        if self._sqlite is None:
+            from sqlalchemy import create_engine
+
+            self._engine = create_engine(uri, pool_pre_ping=True)
 
     def rows(self, sql: str, params: dict[str, str]) -> list[tuple[Any, ...]]:
         if self._sqlite is not None:
@@ -88,10 +92,8 @@ class CatalogDatabase:
                 return [tuple(row) for row in conn.execute(sql, params).fetchall()]
             finally:
                 conn.close()
-        from sqlalchemy import create_engine, text
+        from sqlalchemy import text
 
-        if self._engine is None:
-            self._engine = create_engine(self.uri, pool_pre_ping=True)
         with self._engine.connect() as conn:
             return [tuple(row) for row in conn.execute(text(sql), params).all()]
 
@@ -143,12 +145,13 @@ class PyIcebergReader:
             database = self._databases.get(uri)
         if database is not None:
             return database
-        database = CatalogDatabase(uri)
         try:
+            database = CatalogDatabase(uri)
             database.rows(_PROBE, {})
         except Exception:
             self.catalog()
             try:
+                database = CatalogDatabase(uri)
                 database.rows(_PROBE, {})
             except Exception as exc:
                 raise self._unreachable(exc) from exc

@@ -356,8 +356,10 @@ class Cluster:
         return self._spawn(log, command)
 
     def _spawn(self, log: Path, command: list[str], cwd: Path | None = None) -> int:
+        # The daemons' JVMs: the test drivers' options (SPARK_SUBMIT_OPTS, tests/jvm.py) name a
+        # class-data archive of another class path; the cluster has its own options.
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"},
             "SPARK_HOME": str(spark_home()),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(self.directory),

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
+from tests.jvm import driver_options, ensure_archive
 from tests.support import TEST_JVM_OPTIONS, profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -63,6 +64,19 @@ def rank(nodeid: str) -> int:
     path = nodeid.split("::")[0]
     key = path + "[embedded]" if "[embedded]" in nodeid else path
     return next((i for i, slow in enumerate(SLOWEST) if key.endswith(slow)), len(SLOWEST))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Quick-start options for every embedded Spark driver of the run (``tests/jvm.py``).
+
+    Set in the environment before the workers start, so their sessions and every dbt process
+    they run inherit it; a test run's controller makes the class-data archive once.
+    """
+    if hasattr(config, "workerinput"):
+        return  # a worker: the controller set the environment it started with
+    options = driver_options(ensure_archive())
+    given = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{given} {options}".strip()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

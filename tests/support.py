@@ -29,6 +29,7 @@ from dbt.adapters.icetime.metadata.model import (
     SnapshotLogEntry,
     TableMetadata,
 )
+from tests.jvm import FAST_START
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,10 +139,8 @@ def run_dbt_here(project: Path, *args: str) -> DbtResult:
     return DbtResult(0 if result.success else 1, buffer.getvalue())
 
 
-# The tests' JVMs run for seconds to minutes over small tables: compiling hot code with the
-# fast C1 compiler only, and collecting garbage on one thread, spends far less of the machine's
-# two cores than the C2 compiler's and the parallel collector's background threads.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
+# The tests' JVMs run for seconds to minutes over small tables (see ``tests/jvm.py``).
+TEST_JVM_OPTIONS = FAST_START
 
 
 def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:

@@ -1,0 +1,101 @@
+"""The test JVMs' options: quick start, and a class-data archive of Spark's classes.
+
+Most of the suite's time is JVMs starting: every worker's Spark session and every dbt process
+on the embedded default starts one. Two things make a start cheaper, and neither changes what
+the JVM computes:
+
+- ``FAST_START``: the client compiler only and the serial collector (no background compiler
+  threads competing with the other workers for the machine's two cores);
+- a dynamic class-data-sharing archive (JDK 13+): Spark's classes as a start left them, mapped
+  from one file instead of read, verified and linked from the jars again. A Spark session with
+  Iceberg starts in about half the time with it (measured in ``docs/testing.md``).
+
+The archive is made once per machine by ``ensure_archive`` (the controller of a test run calls
+it before any worker starts) and reused until PySpark or Java changes, which gives it a new
+name. A JVM that cannot use it (another class path: the cluster's daemons) starts as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
+
+# Under the virtual environment, which the bootstrap makes: never in the source tree.
+ARCHIVE_DIR = Path(sys.prefix) / "icetime-test-jvm"
+
+# A session like the tests' own: Iceberg catalog on SQLite, a table written, merged and read.
+_WARM_UP = """
+import sys
+from pyspark import SparkContext
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.embedded import spark_session
+
+creds = IcetimeCredentials.from_dict({"method": "session", "schema": "warm"})
+creds.resolve_paths(sys.argv[1])
+spark = spark_session(creds)
+spark.sql("create namespace if not exists icetime.warm")
+spark.sql("create table icetime.warm.t (id bigint, v string) using iceberg")
+spark.sql("insert into icetime.warm.t values (1, 'a'), (2, 'b')")
+spark.sql("merge into icetime.warm.t t using (select 2 id, 'c' v) s on t.id = s.id "
+          "when matched then update set * when not matched then insert *")
+spark.sql("select v, count(*) from icetime.warm.t group by v order by v").collect()
+gateway = SparkContext._gateway
+spark.stop()
+# The archive is written as the JVM exits: close its stdin (it exits) and wait for it.
+gateway.proc.stdin.close()
+gateway.proc.wait(timeout=120)
+"""
+
+
+def archive_path() -> Path:
+    """The archive for this PySpark and this Java (a new one of either gets a new file)."""
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True)
+    key = hashlib.sha256(f"{pyspark.__version__}\n{java.stderr}".encode()).hexdigest()[:16]
+    return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
+
+
+def ensure_archive() -> Path | None:
+    """The archive, made now if it is missing; None (and a start as before) if it cannot be."""
+    try:
+        path = archive_path()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    with tempfile.TemporaryDirectory() as home:
+        env = {
+            **os.environ,
+            "SPARK_SUBMIT_OPTS": f"{FAST_START} -XX:ArchiveClassesAtExit={partial} "
+            "-Xlog:cds=off -Xlog:cds+dynamic=off",
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", _WARM_UP, home],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    if done.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        warnings.warn(f"no class-data archive for the tests: {done.stderr[-500:]}", stacklevel=1)
+        return None
+    partial.replace(path)  # whole or absent: another run never maps a half-written file
+    return path
+
+
+def driver_options(archive: Path | None) -> str:
+    """The options of every embedded Spark driver the tests start (sessions, dbt processes)."""
+    if archive is None:
+        return FAST_START
+    return f"{FAST_START} -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"

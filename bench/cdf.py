@@ -18,7 +18,7 @@ Also measured, once per upstream at 0.1 %: a `table` model (dbt's own rebuild) a
 `merge` with an `updated_at` filter; the split of an incremental run's time (planning,
 reading, each statement); doubling the table (20 M rows in 200 files) at the same change
 count, stepped in turns with a fresh 10 M-row table; and a demo-sized upstream (40 rows) with
-three CDF models (merge, append, recompute) and a table model beside them.
+three CDF models (merge, append, recompute), each against the `table` model of its shape.
 
 The cost model (adapter/dbt/adapters/icetime/cdf/cost.py) is calibrated from the curve: a
 least-squares line of seconds over megabytes read for each side, printed with the table.
@@ -104,7 +104,15 @@ CHANGE_WARM_UP = (
     "when matched then update set amount = t.amount + 1, updated_at = current_timestamp()"
 )
 
-# The demo-sized upstream: 40 rows, the demo's three CDF shapes and a table model beside them.
+# The warm-ups merge: a group-by's first run in the JVM would be slow in whichever model
+# ran it first (the recompute model or its `table` twin), so the hook runs one (an eager
+# `cache table` computes it).
+AGGREGATE_WARM_UP = (
+    "cache table warm_up_counts as select status, count(*) as orders, "
+    f"sum(amount) as amount from icetime.{SCHEMA}.warm_up group by status"
+)
+
+# The demo-sized upstream: 40 rows, the demo's three CDF shapes and `table` models like them.
 SMALL_ROWS = 40
 SMALL_MODELS = {
     "small_merge": """{{ config(materialized='incremental', incremental_strategy='cdf',
@@ -121,7 +129,20 @@ select status, count(*) as orders, sum(amount) as amount from {{ source('raw', '
 group by status""",
     "small_table": """{{ config(materialized='table') }}
 select order_id, status, amount from {{ source('raw', 'small') }} where status <> 'open'""",
+    "small_table_counts": """{{ config(materialized='table') }}
+select status, count(*) as orders, sum(amount) as amount from {{ source('raw', 'small') }}
+group by status""",
 }
+# Each CDF model against the `table` model of its shape, as in the demo (a filter beside the
+# keyed model and the log, a group-by, like the demo's orbit_summary, beside the recompute).
+SMALL_TWINS = {
+    "small_merge": "small_table",
+    "small_log": "small_table",
+    "small_counts": "small_table_counts",
+}
+
+
+RECOMPUTE_ALONE = ("small_counts",)
 
 
 def models(sources: Iterable[str]) -> dict[str, str]:
@@ -132,7 +153,14 @@ def models(sources: Iterable[str]) -> dict[str, str]:
             out[f"cdf_{source}_{refresh}"] = WARMED + cdf_model(source, refresh)
         out[f"table_{source}"] = WARMED + table_model(source)
         out[f"merge_{source}"] = WARMED + timestamp_merge_model(source)
-    out.update({name: WARMED + sql for name, sql in SMALL_MODELS.items()})
+    # The recompute model reads every table it depends on, as the demo's reads its one source:
+    # it runs after the warm-ups by their names alone (dbt_run checks that they ran first).
+    out.update(
+        {
+            name: sql if name in RECOMPUTE_ALONE else WARMED + sql
+            for name, sql in SMALL_MODELS.items()
+        }
+    )
     return out
 
 
@@ -151,7 +179,7 @@ def project(name: str, profile: dict[str, Any] | None = None) -> Path:
                 "name": "bench_cdf",
                 "version": "1.0",
                 "profile": "bench",
-                "on-run-start": [CHANGE_WARM_UP],
+                "on-run-start": [CHANGE_WARM_UP, AGGREGATE_WARM_UP],
             }
         )
     )
@@ -202,6 +230,12 @@ def dbt_run(root: Path, *select: str) -> tuple[dict[str, Result], str]:
     if proc.returncode != 0:
         raise SystemExit(proc.stdout + proc.stderr)
     results = json.loads((root / "target" / "run_results.json").read_text())["results"]
+    ran = [
+        r["unique_id"].rsplit(".", 1)[-1] for r in results if r["unique_id"].startswith("model.")
+    ]
+    first = ran[: len(WARM_UPS)]
+    if select and sorted(first) != sorted(WARM_UPS):
+        raise SystemExit(f"the warm-ups did not run first: {first}")
     return {
         r["unique_id"].rsplit(".", 1)[-1]: Result(
             float(r["execution_time"]), r.get("adapter_response") or {}
@@ -552,7 +586,8 @@ def measure_doubling(dep: Deployment, root: Path, rows: int, repeats: int) -> li
 
 
 def measure_small(dep: Deployment, root: Path, repeats: int) -> list[Row]:
-    """The demo-sized upstream: three CDF models (auto) against the table model beside them."""
+    """The demo-sized upstream: three CDF models (auto), each against a `table` model of its
+    shape (SMALL_TWINS)."""
     dep.create("small", SMALL_ROWS, MOR_PROPERTIES, files=1)
     dbt_run(root, *SMALL_MODELS)
     times: dict[str, list[float]] = {name: [] for name in SMALL_MODELS}
@@ -563,15 +598,14 @@ def measure_small(dep: Deployment, root: Path, repeats: int) -> list[Row]:
         for name in SMALL_MODELS:
             times[name].append(results[name].seconds)
             chose[name] = results[name].refresh
-    table = statistics.median(times["small_table"])
     rows = []
     for name in SMALL_MODELS:
-        ratio = statistics.median(times[name]) / table
         what = f"CDF, chose {chose[name]}" if chose[name] else "table model"
         rows.append(measured(f"{dep.label}, 40-row upstream, {name} ({what}), s", times[name], 2))
-        if name != "small_table":
-            label = f"{dep.label}, 40-row upstream: {name} / table model"
-            rows.append((label, f"{ratio:.2f}", "", "<= 1.5"))
+    for name, twin in SMALL_TWINS.items():
+        ratio = statistics.median(times[name]) / statistics.median(times[twin])
+        label = f"{dep.label}, 40-row upstream: {name} / {twin}"
+        rows.append((label, f"{ratio:.2f}", "", "<= 1.5"))
     return rows
 
 

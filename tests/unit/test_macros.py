@@ -140,9 +140,11 @@ def test_cdf_merge_with_two_keys_no_bounds_and_a_target_column_the_model_dropped
 
 
 def test_cdf_recompute_merges_recomputed_groups_and_deletes_vanished_ones() -> None:
-    context_adapter = Adapter({TARGET: ["region", "total"], "fresh": ["region", "total"]})
+    # The target has a column the model no longer selects: it is left out of the update.
+    context_adapter = Adapter({TARGET: ["region", "total", "old"]})
     macros = Macros([CDF_SQL], {"adapter": context_adapter, "model": {}, "exceptions": None})
-    sql = macros.icetime_cdf_recompute_sql(TARGET, "fresh", ["v0", "v1"], "region")
+    fresh = columns("region", "total")
+    sql = macros.icetime_cdf_recompute_sql(TARGET, "fresh", fresh, ["v0", "v1"], "region")
     assert flat(sql) == flat(
         """
         merge into `icetime`.`s`.`t` as DBT_INTERNAL_DEST

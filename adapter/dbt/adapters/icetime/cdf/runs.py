@@ -170,7 +170,12 @@ class CdfRun:
         return quote_identifier(upstream.view)
 
     def create_views(self) -> None:
-        """Create the change views ``add`` left for later (the materialization's start)."""
+        """Create the change views ``add`` left for later (the materialization's start).
+
+        A recompute model that rebuilds needs none: its SQL reads the upstreams themselves,
+        and the views of changed keys serve only its incremental ``MERGE``."""
+        if self.mode == RECOMPUTE and self.full:
+            return
         for upstream in self.upstreams.values():
             if not upstream.view_created:
                 self._render(upstream)

@@ -310,5 +310,6 @@ class CdfSession:
                     to_snapshot=to_snapshot,
                     view=view_name(node_id, f"keys{index}"),
                     keys=tuple(config.recompute_keys),
-                )
+                ),
+                create_view=False,  # prepare creates them, once every upstream has chosen
             )

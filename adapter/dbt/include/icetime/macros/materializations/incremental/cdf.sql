@@ -60,13 +60,21 @@
   {%- if existing_relation is not none and existing_relation.is_view -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
-  {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
-  {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
-  {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(changes), run.mode) -%}
+  {%- if run.mode == 'recompute' -%}
+    {#- The model's query is the table, as a `table` model's is: no view, no describe. -#}
+    {%- set sql = compiled_code -%}
+  {%- else -%}
+    {#- The upserts (merge) or every change row (append): the model's columns are checked and
+        a merge's change columns left out. -#}
+    {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
+    {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
+    {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(changes), run.mode) -%}
+    {%- set sql = icetime_cdf_initial_sql(changes, columns, run.mode) -%}
+  {%- endif -%}
   {% do adapter.icetime_cdf_fault('before_write') %}
   {% do adapter.icetime_cdf_fault('during_write') %}
   {%- call statement('main') -%}
-    {{ create_table_as(False, this, icetime_cdf_initial_sql(changes, columns, run.mode)) }}
+    {{ create_table_as(False, this, sql) }}
   {%- endcall -%}
   {% do persist_constraints(this, model) %}
 {% endmacro %}
@@ -102,9 +110,9 @@
     {%- if run.mode == 'merge' -%}
       {{ icetime_cdf_merge_sql(this, changes, model_columns, columns, config.get('unique_key'), bounds) }}
     {%- elif run.mode == 'append' -%}
-      {{ get_insert_into_sql(payload, this) }}
+      {{ get_insert_into_sql(payload, this, columns) }}
     {%- else -%}
-      {{ icetime_cdf_recompute_sql(this, payload, run.views, config.get('cdf_recompute_keys')) }}
+      {{ icetime_cdf_recompute_sql(this, payload, columns, run.views, config.get('cdf_recompute_keys')) }}
     {%- endif -%}
   {%- endcall -%}
   {%- if run.mode == 'merge' -%}
@@ -115,9 +123,13 @@
 
 {% macro icetime_cdf_payload(run, changes, columns, existing_relation, on_schema_change) %}
   {#- The payload (what lands in the target) serves the schema check and the writes of append
-      and recompute; a merge reads the model's rows itself, so with on_schema_change 'ignore'
-      it is not made. Returns the payload relation, or none. -#}
-  {%- if run.mode == 'merge' and on_schema_change == 'ignore' -%}
+      and recompute. Those two land every column of the model, so the model's rows are their
+      payload. A merge reads the model's rows itself, and its payload (the rows less the change
+      columns) is a view made only for a schema check. Returns the payload relation, or none. -#}
+  {%- if run.mode != 'merge' -%}
+    {%- do process_schema_changes(on_schema_change, changes, existing_relation) -%}
+    {{ return(changes) }}
+  {%- elif on_schema_change == 'ignore' -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set payload = icetime_cdf_temp_relation('__icetime_payload') -%}

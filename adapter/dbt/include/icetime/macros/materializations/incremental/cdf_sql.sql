@@ -65,11 +65,12 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_recompute_sql(target, fresh, key_views, recompute_keys) %}
+{% macro icetime_cdf_recompute_sql(target, fresh, fresh_columns, key_views, recompute_keys) %}
   {#- Recompute only the groups whose keys changed upstream (before or after images): merge
-      the recomputed groups, delete the groups that no longer exist. -#}
+      the recomputed groups, delete the groups that no longer exist. fresh_columns: the columns
+      of `fresh`, the model's rows. -#}
   {%- set keys = icetime_cdf_quoted(recompute_keys) -%}
-  {%- set payload_names = adapter.get_columns_in_relation(fresh) | map(attribute='name') | map('lower') | list -%}
+  {%- set payload_names = fresh_columns | map(attribute='name') | map('lower') | list -%}
   {%- set columns = adapter.get_columns_in_relation(target) | selectattr('name', 'in', payload_names) | list -%}
   {%- set changed -%}
     (select distinct * from ({% for view in key_views %}select {{ keys | join(', ') }} from `{{ view }}`{{ ' union all ' if not loop.last }}{% endfor %}))

@@ -111,9 +111,11 @@
   `dbt_icetime_src__{{ name | replace('`', '``') }}`
 {%- endmacro %}
 
-{% macro get_insert_into_sql(source_relation, target_relation) %}
-  {#- Append by column name: a target column the new query no longer has is written as null. -#}
-  {%- set source_names = adapter.get_columns_in_relation(source_relation) | map(attribute='name') | map('lower') | list -%}
+{% macro get_insert_into_sql(source_relation, target_relation, source_columns=none) %}
+  {#- Append by column name: a target column the new query no longer has is written as null.
+      source_columns: the source's columns when the caller has described it already. -#}
+  {%- set source_columns = source_columns if source_columns is not none else adapter.get_columns_in_relation(source_relation) -%}
+  {%- set source_names = source_columns | map(attribute='name') | map('lower') | list -%}
   insert into {{ target_relation }}
   select
   {%- for column in adapter.get_columns_in_relation(target_relation) %}

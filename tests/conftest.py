@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
-from tests.jvm import driver_options, ensure_archive
-from tests.support import TEST_JVM_OPTIONS, profile_target
+from tests.jvm import FAST_START, driver_options, ensure_archive
+from tests.support import profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
@@ -138,7 +138,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     Started on first use and stopped (by pid) at the end of the session, even after failures.
     """
     directory = tmp_path_factory.mktemp("cluster")
-    started = Cluster(directory, workers=2, java_options=TEST_JVM_OPTIONS).start()
+    started = Cluster(directory, workers=2, java_options=FAST_START).start()
     try:
         yield started
     finally:

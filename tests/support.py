@@ -29,7 +29,6 @@ from dbt.adapters.icetime.metadata.model import (
     SnapshotLogEntry,
     TableMetadata,
 )
-from tests.jvm import FAST_START
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,15 +138,13 @@ def run_dbt_here(project: Path, *args: str) -> DbtResult:
     return DbtResult(0 if result.success else 1, buffer.getvalue())
 
 
-# The tests' JVMs run for seconds to minutes over small tables (see ``tests/jvm.py``).
-TEST_JVM_OPTIONS = FAST_START
-
-
 def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
     """The zero-config icetime profile, pointed at this process's catalog directory."""
     from dbt.adapters.icetime.embedded import LOG4J_CONFIG
 
-    java_options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} {TEST_JVM_OPTIONS}"
+    # The JVM's own options come from SPARK_SUBMIT_OPTS (tests/jvm.py, set by conftest.py);
+    # these replace only the adapter's default driver options, so its log configuration stays.
+    java_options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     return {
         "type": "icetime",
         "method": "session",

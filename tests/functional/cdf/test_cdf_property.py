@@ -163,9 +163,11 @@ class PropertyBase(PackageProject):
         history = ["insert"]
         _, statements = run_dbt_and_capture(["--debug", "run"])
         self.check(project, history)
-        # A recompute model that rebuilds reads its upstream in its own SQL: no view of the
-        # changed keys is made (an incremental one makes it: the first step checks that).
+        # A recompute model that rebuilds creates its table from its own query: no view of the
+        # changed keys, no view of the model (an incremental one makes both: the first step
+        # checks that, so these names are the ones a run would use).
         assert "by_status__keys0" not in statements
+        assert "by_status__dbt_tmp" not in statements
         for step in range(STEPS):
             history.append(upstream.step())
             if upstream.rng.random() < 0.3:  # sometimes two commits in one range
@@ -177,7 +179,11 @@ class PropertyBase(PackageProject):
                 by_status = next(r for r in results if r.node.name == "by_status")
                 if not by_status.adapter_response["_message"].startswith("NO-OP"):
                     assert "by_status__keys0" in statements
+                    assert "by_status__dbt_tmp" in statements
                 assert "by_status_full__keys0" not in statements
+                assert "by_status_full__dbt_tmp" not in statements
+                # A log and a recompute model land the model's rows as they are: no payload view.
+                assert "__icetime_payload" not in statements
 
     def check_choices(self, results: Any) -> None:
         """Each model ran the side it was told to; one read served both incremental merges

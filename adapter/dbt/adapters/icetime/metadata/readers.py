@@ -105,6 +105,13 @@ _PROBE = (
 )
 
 
+def _probed(uri: str) -> CatalogDatabase:
+    """The catalog database at ``uri``, once a query of the catalog's tables has answered."""
+    database = CatalogDatabase(uri)
+    database.rows(_PROBE, {})
+    return database
+
+
 class PyIcebergReader:
     """Reads metadata straight from the catalog database: one indexed SQL lookup of the
     metadata location in the JDBC catalog's ``iceberg_tables``, then the metadata file. No
@@ -146,13 +153,11 @@ class PyIcebergReader:
         if database is not None:
             return database
         try:
-            database = CatalogDatabase(uri)
-            database.rows(_PROBE, {})
+            database = _probed(uri)
         except Exception:
             self.catalog()
             try:
-                database = CatalogDatabase(uri)
-                database.rows(_PROBE, {})
+                database = _probed(uri)
             except Exception as exc:
                 raise self._unreachable(exc) from exc
         with self._lock:

@@ -20,3 +20,27 @@ def test_loading_the_adapter_imports_no_heavy_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not() -> None:
+    # Loading the adapter in the `dbt` command moves the objects dbt's import made out of the
+    # collector's sight (icetime/process.py); a program using dbt as a library keeps its
+    # collector as it is.
+    code = (
+        "import gc, sys\n"
+        "sys.argv[0] = sys.argv[1]\n"
+        "import dbt.cli.main, dbt.adapters.icetime\n"
+        "print(gc.get_freeze_count())"
+    )
+    frozen = {}
+    for program in ("/usr/local/bin/dbt", "/srv/scheduler.py"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, program],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        frozen[program] = int(done.stdout.strip())
+    assert frozen["/srv/scheduler.py"] == 0
+    assert frozen["/usr/local/bin/dbt"] > 100_000, frozen

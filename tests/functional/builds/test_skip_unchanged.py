@@ -142,8 +142,9 @@ class TestSkipUnchanged(PackageProject):
 
         # Nothing new: every model is dbt's no-op, nothing commits, no Spark job runs.
         files, jobs = metadata_files(project), spark_jobs()
-        results = run_dbt(["run", *SKIP, "--exclude", "from_view"])
+        results, output = run_dbt_and_capture(["run", *SKIP, "--exclude", "from_view"])
         assert statuses(results) == dict.fromkeys(EVERY_MODEL, "no-op")
+        assert "icetime: order_totals not built: unchanged: inputs at the snapshots" in output
         assert all(
             m.startswith("NO-OP unchanged: inputs at the snapshots of the build at ")
             for name, m in messages(results).items()
@@ -169,6 +170,11 @@ class TestSkipUnchanged(PackageProject):
         )
         assert done.returncode == 0 and "NO-OP=" in done.output, done.output
         assert loaded == [], loaded
+        # Each model ended before dbt called its materialization, which would have written
+        # the model's runtime SQL (a no-op statement's included) under run/.
+        target = Path(project.project_root, "target_process")
+        assert sorted(p.stem for p in (target / "compiled").rglob("*.sql")) == sorted(EVERY_MODEL)
+        assert list((target / "run").rglob("*.sql")) == []
         assert metadata_files(project) == files
 
         # A new customer: its table and what reads it build, nothing else.

@@ -1,6 +1,7 @@
 from dbt.adapters.base.plugin import AdapterPlugin
 from dbt.include import icetime
 
+from dbt.adapters.icetime import process
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.impl import IcetimeAdapter
@@ -12,6 +13,8 @@ Plugin = AdapterPlugin(
     include_path=icetime.PACKAGE_PATH,
     dependencies=["spark"],
 )
+
+process.tune()
 
 __all__ = [
     "IcetimeAdapter",

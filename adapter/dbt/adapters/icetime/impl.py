@@ -300,6 +300,17 @@ class IcetimeAdapter(SparkAdapter):
             self.builds().before(node, str(self.Relation.create_from(self.config, node)))
         return super().pre_model_hook(config)
 
+    def left_alone(self, node: Any) -> str | None:
+        """Before dbt makes ``node``'s run context: why this run leaves it exactly as it is
+        (dbt then ends it as a no-op at once, builds/status.py), or None: it runs as usual."""
+        if self.wap_branch() is not None:  # a branch run builds every model
+            return None
+        apply_iceberg_defaults(getattr(node, "name", "?"), node.config)
+        self.protected_targets().check(node)
+        this = str(self.Relation.create_from(self.config, node))
+        decision = self.builds().left_alone(node, this)
+        return decision.reason if decision is not None else None
+
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
         super().post_model_hook(config, context)
         if self.wap_branch() is not None:
@@ -449,7 +460,11 @@ class IcetimeAdapter(SparkAdapter):
         if decision.reuse is not None:
             table = TableName.parse(decision.reuse)
             reuse = self._relation(table.catalog, table.namespace, table.name, RelationType.Table)
-        return {"reason": decision.reason, "reuse": reuse}
+        return {
+            "reason": decision.reason,
+            "message": build_status.message(decision.reason),
+            "reuse": reuse,
+        }
 
     @available
     def icetime_plan(self, select: Any = None) -> dict[str, Any]:

@@ -4,9 +4,12 @@ While dbt compiles a model, ``saw_read`` notes how each ``ref()``/``source()`` r
 fingerprint can name inputs the same way in every environment. Around each model:
 
 - ``before`` works out what the build would read and its fingerprint, and, when
-  ``skip_unchanged`` is on, decides build or skip (``decide.py``);
-- the materialization asks ``skipped`` first (a skipped model runs no statement and commits
-  nothing) and calls ``finished`` when it completed;
+  ``skip_unchanged`` is on, decides build or skip (``decide.py``), once per model;
+- ``left_alone`` takes that decision before dbt makes the model's run context: a model left
+  as it is ends there as dbt's ``no-op`` (``status.py``), with no context, no materialization
+  and no statement;
+- the materialization asks ``skipped`` first (a model cloned from production, or skipped where
+  dbt's runner could not be wrapped) and calls ``finished`` when it completed;
 - ``after`` writes the build record on the table a finished build wrote.
 """
 
@@ -131,6 +134,9 @@ class BuildSession:
         materialized = getattr(node.config, "materialized", None)
         if materialized not in RECORDED and materialized not in SKIPPABLE:
             return
+        with self._lock:
+            if node.unique_id in self._pending:  # decided already, by left_alone
+                return
         started_ms = int(time.time() * 1000)
         candidate = self.candidate(node, this_sql) if materialized in RECORDED else None
         decision = None
@@ -142,6 +148,18 @@ class BuildSession:
                 logger.info(f"icetime: building {node.name}: {decision.reason}")
         with self._lock:
             self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
+
+    def left_alone(self, node: Any, this_sql: str) -> Decision | None:
+        """The decision to leave ``node`` exactly as it is (None: its materialization runs,
+        to build it or to clone it from production). A model left alone is done with here."""
+        self.before(node, this_sql)
+        decision = self.skipped(node.unique_id)
+        if decision is None or decision.reuse is not None:
+            return None
+        with self._lock:
+            self._pending.pop(node.unique_id, None)
+        logger.info(f"icetime: {node.name} not built: {decision.reason}")
+        return decision
 
     def plan_decision(self, node: Any, this_sql: str) -> Decision:
         """What a run with skip_unchanged would do with ``node`` (compiled), writing nothing."""

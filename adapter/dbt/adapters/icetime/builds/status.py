@@ -2,28 +2,46 @@
 
 dbt-core 1.11 gives every model whose materialization returned the status ``success``
 (``ModelRunner._build_run_model_result``); only its own no-op runners (exposures, saved
-queries) report ``no-op``. A model icetime leaves alone (skipped as unchanged, or a change feed
-with nothing to apply) ends with a ``noop_statement`` whose code is ``no-op``. ``install`` wraps
-that one dbt method so such a node's status in ``run_results.json`` and in the run's summary
-line is dbt's ``no-op``. Without the method (another dbt version), the status stays
-``success`` and the message still says ``NO-OP``.
+queries) report ``no-op``. ``install`` wraps two of dbt's methods:
+
+- ``ModelRunner.execute``: a model this run leaves exactly as it is (skipped as unchanged, the
+  adapter's ``left_alone``) ends there, before dbt makes its run context and calls its
+  materialization (about 3 ms a model, a third of a skipped model's time in dbt). Its result is
+  the one its materialization's ``noop_statement`` would give: status ``no-op``, message
+  ``NO-OP <reason>``, code ``no-op``;
+- ``ModelRunner._build_run_model_result``: a model whose materialization ended with a
+  ``noop_statement`` of code ``no-op`` (a change feed with nothing to apply, a skip the
+  materialization took itself) gets the status ``no-op``.
+
+Without these methods (another dbt version), the materialization decides and reports every
+model itself: the status stays ``success`` and the message still says ``NO-OP``.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 NO_OP = "no-op"
 
 
+def message(reason: str) -> str:
+    """The message of a model left as it is: run_results.json's and the summary line's."""
+    return f"NO-OP {reason}"
+
+
 def install() -> None:
     try:
         from dbt.artifacts.schemas.results import RunStatus
+        from dbt.artifacts.schemas.run import RunResult
         from dbt.task.run import ModelRunner
     except ImportError:  # dbt-core is not the running program (the adapter used as a library)
         return
     original = getattr(ModelRunner, "_build_run_model_result", None)
-    if original is None or getattr(original, "icetime_no_op", False):
+    original_execute = getattr(ModelRunner, "execute", None)
+    if original is None or original_execute is None:
+        return
+    if getattr(original, "icetime_no_op", False):
         return
 
     def build_run_model_result(self: Any, model: Any, context: Any, *rest: Any, **kw: Any) -> Any:
@@ -32,5 +50,24 @@ def install() -> None:
             result.status = RunStatus.NoOp
         return result
 
+    def execute(self: Any, model: Any, manifest: Any) -> Any:
+        left_alone = getattr(self.adapter, "left_alone", None)
+        reason = left_alone(model) if left_alone is not None else None
+        if reason is None:
+            return original_execute(self, model, manifest)
+        text = message(reason)
+        return RunResult(
+            node=model,
+            status=RunStatus.NoOp,
+            timing=[],
+            thread_id=threading.current_thread().name,
+            execution_time=0.0,
+            message=text,
+            adapter_response={"_message": text, "code": NO_OP},
+            failures=None,
+            batch_results=None,
+        )
+
     build_run_model_result.icetime_no_op = True  # type: ignore[attr-defined]
     ModelRunner._build_run_model_result = build_run_model_result  # type: ignore[method-assign]
+    ModelRunner.execute = execute  # type: ignore[method-assign]

@@ -1,7 +1,8 @@
 {#- Build skipping (see the adapter's builds/ and docs/flow/skip.md). Every materialization that
     can be skipped starts with icetime_unchanged(). When this run leaves the model as it is, no
     statement runs, no hook runs and nothing commits; the node's status is dbt's `no-op` and its
-    message says why. In a --defer run, a model whose production build matches is cloned from
+    message says why. On dbt-core 1.11 such a model ends before its materialization is called
+    (the adapter's builds/status.py); the no-op here serves a dbt whose runner is not wrapped. In a --defer run, a model whose production build matches is cloned from
     production (zero-copy) instead of built. A materialization that completes calls
     icetime_build_finished(), which lets the adapter record the build on the table. -#}
 
@@ -15,7 +16,7 @@
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
   {{ log("icetime: " ~ this ~ " not built, " ~ skip.reason, info=true) }}
-  {%- call noop_statement('main', 'NO-OP ' ~ skip.reason, 'no-op') -%}-- {{ this }}: {{ skip.reason }}{%- endcall -%}
+  {%- call noop_statement('main', skip.message, 'no-op') -%}-- {{ this }}: {{ skip.reason }}{%- endcall -%}
   {{ return({'relations': [this]}) }}
 {% endmacro %}
 

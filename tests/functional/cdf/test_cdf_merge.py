@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
+from dbt.adapters.icetime.cdf import values
 from tests.support import (
     COW,
     MOR,
@@ -197,10 +198,12 @@ class TestSharedRead(PackageProject):
         return {"sources.yml": SOURCES, "latest.sql": LATEST, "paid.sql": PAID}
 
     def test_two_models_read_the_upstream_once(self, project: Any) -> None:
-        create_orders(project, COW, rows=50)
+        # More changed rows than are staged inline (cdf/values.py): they go to a file.
+        create_orders(project, COW, rows=2 * values.MAX_ROWS)
         run_dbt(["run"])
-        sql(project, "update {s}.orders set status = 'paid' where order_id % 5 = 0")
-        results, output = run_dbt_and_capture(["run"])
+        sql(project, "update {s}.orders set status = 'paid' where order_id % 2 = 0")
+        results, output = run_dbt_and_capture(["--debug", "run"])
+        assert output.count("using parquet options") == 2  # a view over the file, per model
         response = {r.node.name: r.adapter_response for r in results}
         readers = [n for n in response if not response[n]["cdf_shared_read"]]
         assert len(readers) == 1, response

@@ -6,7 +6,8 @@ models, each compared with the same SQL over the upstream with EXCEPT ALL both w
 path runs, and `cdf_refresh: auto` forced to each side: merges through the touched files
 (`incremental`), through rebuilds (`full`) and by choice (`auto`); change logs through the
 touched files and through whole snapshots (a log's `full` side); an aggregate recomputing
-changed keys, both ways. Two models share every incremental change read.
+changed keys, both ways. Two models share every incremental change read. The first range's
+rows are staged as a Parquet file (a bulk insert), smaller ones inline (cdf/values.py).
 
 CI runs ICETIME_PROPERTY_STEPS (default 8) steps per layout with a fixed seed; the long run:
   ICETIME_PROPERTY_STEPS=200 ICETIME_PROPERTY_SEED=<n> \
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt_and_capture
 
+from dbt.adapters.icetime.cdf import values
 from tests.support import (
     COW,
     SOURCES,
@@ -79,12 +81,15 @@ class Upstream:
             self.next_id += 1
         return ", ".join(values)
 
-    def step(self) -> str:
+    def step(self, op: str | None = None) -> str:
         rng, s = self.rng, self.project
-        op = rng.choice(["insert", "insert", "update", "delete", "merge", "overwrite", "compact"])
+        ops = ["insert", "insert", "update", "delete", "merge", "overwrite", "compact"]
+        op = op or rng.choice(ops)
         m, r = rng.randint(2, 6), rng.randint(0, 5)
         if op == "insert":
             sql(s, f"insert into {{s}}.orders values {self.rows(rng.randint(1, 20))}")
+        elif op == "bulk insert":  # more change rows than are staged inline
+            sql(s, f"insert into {{s}}.orders values {self.rows(values.MAX_ROWS + 1)}")
         elif op == "update":
             status = rng.choice(STATUSES)
             sql(
@@ -168,13 +173,17 @@ class PropertyBase(PackageProject):
         # checks that, so these names are the ones a run would use).
         assert "by_status__keys0" not in statements
         assert "by_status__dbt_tmp" not in statements
+        staged = set()
         for step in range(STEPS):
-            history.append(upstream.step())
+            # The first range stages its rows as a file, the small ones inline.
+            history.append(upstream.step("bulk insert" if step == 0 else None))
             if upstream.rng.random() < 0.3:  # sometimes two commits in one range
                 history.append(upstream.step())
-            results, statements = run_dbt_and_capture(["--debug", "run"] if step == 0 else ["run"])
+            results, statements = run_dbt_and_capture(["--debug", "run"])
             self.check(project, history)
             self.check_choices(results)
+            staged |= {"file"} if "using parquet options" in statements else set()
+            staged |= {"inline"} if ") as staged(" in statements else set()
             if step == 0:
                 by_status = next(r for r in results if r.node.name == "by_status")
                 if not by_status.adapter_response["_message"].startswith("NO-OP"):
@@ -184,6 +193,7 @@ class PropertyBase(PackageProject):
                 assert "by_status_full__dbt_tmp" not in statements
                 # A log and a recompute model land the model's rows as they are: no payload view.
                 assert "__icetime_payload" not in statements
+        assert staged == {"file", "inline"}, staged
 
     def check_choices(self, results: Any) -> None:
         """Each model ran the side it was told to; one read served both incremental merges

@@ -15,7 +15,7 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime.cdf.files import FilePlan, SignedFile, UpstreamFiles, write_signed
+from dbt.adapters.icetime.cdf.files import FilePlan, StagedRows, UpstreamFiles, stage
 from dbt.adapters.icetime.cdf.plan import ChangeRange
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Schema
@@ -46,7 +46,7 @@ class Feed:
     files: UpstreamFiles
     plan: FilePlan
     out: Schema
-    staged: SignedFile | None = None
+    staged: StagedRows | None = None
     read: bool = False
     users: list[str] = field(default_factory=list)  # the models that used it, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -76,14 +76,14 @@ class Feeds:
                 self._feeds[key] = feed
         return feed
 
-    def staged(self, feed: Feed, model: str, directory: str) -> SignedFile | None:
+    def staged(self, feed: Feed, model: str, directory: str) -> StagedRows | None:
         """The feed's staged rows (None: no row changed), read by the first model that asks."""
         with feed.lock:
             feed.users.append(model)
             if not feed.read:
                 rows = feed.files.read(feed.plan)
                 if rows is not None:
-                    feed.staged = write_signed(feed.files.io, directory, rows)
+                    feed.staged = stage(feed.files.io, directory, rows)
                 feed.read = True
             else:
                 logger.info(
@@ -96,11 +96,12 @@ class Feeds:
         """Delete the staged files (the invocation is over)."""
         with self._lock:
             for feed in self._feeds.values():
-                if feed.staged is not None:
+                path = feed.staged.path if feed.staged is not None else None
+                if path is not None:
                     try:
-                        feed.files.io.delete(feed.staged.path)
+                        feed.files.io.delete(path)
                     except OSError as exc:  # a leftover is harmless: nothing reads it again
-                        logger.debug(f"could not delete {feed.staged.path}: {exc}")
+                        logger.debug(f"could not delete {path}: {exc}")
             self._feeds.clear()
 
     def _table(self, name: TableName) -> Any:

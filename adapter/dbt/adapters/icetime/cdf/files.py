@@ -14,8 +14,9 @@ A commit's rows on both sides (a copy-on-write rewrite's carried-over rows, a me
 update that changed nothing) are cancelled here (``_net``), so only changed rows are staged,
 and the server skips its aggregation when the range is one commit (``ChangeRows.net_commits``).
 
-The rows are written once per upstream range as one Parquet file (``SignedFile``) beside the
-model's target, which the server reads and merges: the client needs no JVM, so this is the same
+The rows are staged once per upstream range (``StagedRows``): as one Parquet file beside the
+model's target, or, a few rows of plain types, as literals in the SQL (``cdf/values.py``).
+The server reads and merges them: the client needs no JVM, so this is the same
 path on the embedded session, ``thrift`` and ``http``. Why not a ``_file`` predicate on the
 server: Iceberg 1.10 on Spark 3.5 does not push it down (the plan shows ``filters=`` empty and
 every data file is scanned; see docs/flow/cdf.md).
@@ -33,6 +34,7 @@ from typing import Any
 
 from dbt.adapters.icetime.cdf.changes import ORD, SIGN
 from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, ChangeRange, Commit
+from dbt.adapters.icetime.cdf.values import inline_rows
 
 FILE_PATH_FIELD_ID = 2147483546  # a position delete file's file_path column
 
@@ -231,25 +233,31 @@ class ChangeRows:
 
 
 @dataclass(frozen=True)
-class SignedFile:
-    """Staged change rows: a Parquet file the server reads, with its columns by position."""
+class StagedRows:
+    """Staged change rows, columns by position: a Parquet file the server reads (``path``), or
+    an inline ``VALUES`` list (``rows``)."""
 
-    path: str
-    columns: tuple[str, ...]  # the staged file's columns: c0, c1, ... then ord and sign
+    columns: tuple[str, ...]  # the staged columns: c0, c1, ... then ord and sign
     deletes: bool  # whether any row is a before image (signed -1)
     net_commits: int | None  # as ChangeRows.net_commits
+    path: str | None = None
+    rows: str | None = None
 
 
-def write_signed(io: Any, directory: str, rows: ChangeRows) -> SignedFile:
-    """Write the signed rows as Parquet under ``directory``; columns renamed c0..cn."""
+def stage(io: Any, directory: str, rows: ChangeRows) -> StagedRows:
+    """The signed rows inline when they are few and plain, else written as Parquet under
+    ``directory``; columns renamed c0..cn."""
+    table = rows.table
+    names = (*(f"c{i}" for i in range(table.num_columns - 2)), ORD, SIGN)
+    inline = inline_rows(table)
+    if inline is not None:
+        return StagedRows(names, rows.deletes, rows.net_commits, rows=inline)
     import pyarrow.parquet as pq
 
-    table = rows.table
-    names = [f"c{i}" for i in range(table.num_columns - 2)] + [ORD, SIGN]
     path = f"{directory.rstrip('/')}/{uuid.uuid4().hex}.parquet"
     with io.new_output(path).create(overwrite=True) as stream:
-        pq.write_table(table.rename_columns(names), stream, compression="zstd")
-    return SignedFile(path, tuple(names), rows.deletes, rows.net_commits)
+        pq.write_table(table.rename_columns(list(names)), stream, compression="zstd")
+    return StagedRows(names, rows.deletes, rows.net_commits, path=path)
 
 
 def _concat(tables: list[Any]) -> Any:

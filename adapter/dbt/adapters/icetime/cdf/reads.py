@@ -2,8 +2,9 @@
 snapshots read by the server.
 
 ``staged_read`` is the incremental path on every connection (see ``cdf/files.py``): the client
-reads only the files each commit touched and writes their changed rows as one Parquet file; the
-server reads that file through a temporary view (``staged_relation``). ``SnapshotReads``
+reads only the files each commit touched and stages their changed rows, as one Parquet file
+that the server reads through a temporary view (``staged_relation``), or, when they are few,
+as an inline ``VALUES`` table in the SQL. ``SnapshotReads``
 time-travels to each commit's parent and to the commit and reads whole snapshots: it is the
 ``full`` side of a change log (``cdf_mode: append``), and serves commits with equality deletes,
 which pyiceberg cannot plan.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dbt.adapters.icetime.cdf.changes import ORD, SIGN, Signed, signed_read
-from dbt.adapters.icetime.cdf.files import SignedFile
+from dbt.adapters.icetime.cdf.files import StagedRows
 from dbt.adapters.icetime.cdf.plan import COMPACTION, Commit
 from dbt.adapters.icetime.metadata.model import TOTAL_FILE_SIZE, Schema, TableMetadata
 from dbt.adapters.icetime.metadata.projection import field_projection, spark_type
@@ -70,22 +71,28 @@ class SnapshotReads:
         return total
 
 
-def staged_relation(view: str, staged: SignedFile) -> str:
+def staged_relation(view: str, staged: StagedRows) -> str:
     """A temporary view over a staged file, resolved once.
 
     A ``parquet.`path``` read is resolved again (the file listed, its footer read) by every
     statement that references it, through every view above it: ~0.15 s each on the embedded
     session. A view ``USING parquet`` keeps the resolved relation.
+
+    The file holds dates and timestamps in the proleptic Gregorian calendar, as Iceberg does.
+    Spark would refuse a date before 1582-10-15 in a file no Spark wrote (``READ_ANCIENT_
+    DATETIME``), so the file is read ``CORRECTED``: as written, without rebasing.
     """
+    assert staged.path is not None
     return (
-        f"create or replace temporary view {quote_identifier(view)} "
-        f"using parquet options (path {sql_literal(staged.path)})"
+        f"create or replace temporary view {quote_identifier(view)} using parquet options "
+        f"(path {sql_literal(staged.path)}, datetimeRebaseMode 'CORRECTED', "
+        "int96RebaseMode 'CORRECTED')"
     )
 
 
-def staged_read(view: str, staged: SignedFile, out: Schema) -> Signed:
-    """The signed rows of a staged file (through its ``staged_relation`` view), with the
-    output columns' names and Spark types."""
+def staged_read(staged: StagedRows, out: Schema, view: str | None = None) -> Signed:
+    """The signed rows of staged rows, with the output columns' names and Spark types: from
+    ``view`` (the ``staged_relation`` of a file), or from the inline rows."""
     columns = []
     for column, field in zip(staged.columns, out.fields, strict=False):
         target = spark_type(field.type)
@@ -93,8 +100,14 @@ def staged_read(view: str, staged: SignedFile, out: Schema) -> Signed:
         if target is not None:
             value = f"cast({value} as {target})"
         columns.append(f"{value} as {quote_identifier(field.name)}")
+    if view is not None:
+        source = quote_identifier(view)
+    else:
+        assert staged.rows is not None
+        names = ", ".join(quote_identifier(c) for c in staged.columns)
+        source = f"values {staged.rows} as staged({names})"
     return Signed(
-        f"select {', '.join(columns)}, {ORD}, {SIGN} from {quote_identifier(view)}",
+        f"select {', '.join(columns)}, {ORD}, {SIGN} from {source}",
         staged.deletes,
         staged.net_commits,
     )

@@ -330,11 +330,13 @@ class CdfRun:
         staged = self.feeds.staged(feed, self.node_id, directory)
         self.read_s += time.perf_counter() - started
         pieces: list[Signed] = []
-        if staged is not None:
+        if staged is not None and staged.path is not None:
             relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
             self.execute(staged_relation(relation, staged))
             self.staged_views.append(relation)
-            pieces.append(staged_read(relation, staged, upstream.out))
+            pieces.append(staged_read(staged, upstream.out, relation))
+        elif staged is not None:
+            pieces.append(staged_read(staged, upstream.out))
         if feed.users[0] != self.node_id:  # another model's read (Feeds logs the reuse)
             self.shared = True
             return pieces + whole.pieces(feed.plan.whole)

@@ -1,0 +1,94 @@
+"""A few change rows written into the SQL itself, as an inline ``VALUES`` table.
+
+Staging change rows as a Parquet file costs the server a temporary view over it (the file
+listed, its footer read: 0.09 s on the embedded session) and a statement to drop the view,
+whatever the number of rows. A model over a small upstream usually has a handful of changed
+rows, so up to ``MAX_ROWS`` rows (and ``MAX_CHARS`` of SQL) of plain types are rendered as
+literals instead, which each statement reads with no file at all.
+
+Every literal is exact: integers keep their width (``Y``, ``S``, ``L`` suffixes), floating
+point values and decimals go through a cast from their exact text, strings are quoted as
+everywhere else (``sql_literal``), timestamps carry their offset or are ``TIMESTAMP_NTZ``. A
+column of any other type (binary, nested, nanosecond timestamps), a value Python cannot hold
+(a date past year 9999), or a string holding ``${`` (Spark substitutes variables such as
+``${env:HOME}`` in the statement's text before parsing it, string literals included) leaves
+the rows to the Parquet file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from dbt.adapters.icetime.sql import sql_literal
+
+MAX_ROWS = 256
+MAX_CHARS = 64_000
+
+Render = Callable[[Any], str]
+
+
+def inline_rows(table: Any) -> str | None:
+    """``(v, ...), (v, ...)`` for the rows of an Arrow table, or None when they are too many
+    or of a type not rendered here."""
+    if not 0 < table.num_rows <= MAX_ROWS:
+        return None
+    renders = [_render(field.type) for field in table.schema]
+    if any(render is None for render in renders):
+        return None
+    try:
+        columns = [
+            [_null_or(render, value) for value in column.to_pylist()]
+            for render, column in zip(renders, table.columns, strict=True)
+        ]
+    except (OverflowError, ValueError):  # a date or timestamp Python cannot represent, a
+        return None  # string Spark would substitute into
+    rows = ", ".join(f"({', '.join(row)})" for row in zip(*columns, strict=True))
+    return rows if len(rows) <= MAX_CHARS else None
+
+
+def _null_or(render: Render | None, value: Any) -> str:
+    assert render is not None
+    return "NULL" if value is None else render(value)
+
+
+def _render(arrow_type: Any) -> Render | None:
+    import pyarrow as pa
+
+    if pa.types.is_boolean(arrow_type):
+        return lambda v: "true" if v else "false"
+    if pa.types.is_signed_integer(arrow_type):
+        suffix = {8: "Y", 16: "S", 32: "", 64: "L"}[arrow_type.bit_width]
+        return lambda v: f"{int(v)}{suffix}"
+    if pa.types.is_float32(arrow_type) or pa.types.is_float64(arrow_type):
+        return _double
+    if pa.types.is_decimal128(arrow_type):
+        target = f"decimal({arrow_type.precision},{arrow_type.scale})"
+        return lambda v: f"cast('{v}' as {target})"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return _string
+    if pa.types.is_date32(arrow_type):
+        return lambda v: f"date'{v.isoformat()}'"
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "us":
+        if arrow_type.tz is None:
+            return lambda v: f"timestamp_ntz'{v.isoformat(sep=' ')}'"
+        return lambda v: f"timestamp'{v.isoformat(sep=' ')}'"
+    return None
+
+
+def _string(value: str) -> str:
+    if "${" in value:
+        raise ValueError(f"{value!r} holds a variable reference")
+    return sql_literal(value)
+
+
+def _double(value: float) -> str:
+    """A float or double, exactly (a float32 is a double exactly, cast back by the reader)."""
+    if math.isnan(value):
+        text = "NaN"
+    elif math.isinf(value):
+        text = "Infinity" if value > 0 else "-Infinity"
+    else:
+        text = repr(float(value))
+    return f"cast('{text}' as double)"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import math
@@ -137,3 +138,35 @@ class TestStagedRows:
         assert values.inline_rows(substituted) is None
         assert values.inline_rows(pa.table({"s": ["x" * values.MAX_CHARS]})) is None  # too long
         assert isinstance(stage(None, "", ChangeRows(table, None)), StagedRows)
+
+    def test_a_file_view_names_its_columns_and_reads_as_spark_infers_them(
+        self, project: Any, tmp_path: Path
+    ) -> None:
+        # Nested columns are never inlined: the rows go to a file, whose view names every
+        # column's type (no inference job), and reads what Spark's inference reads.
+        table = change_rows()
+        nested = {
+            "tags": pa.array([["a", None]] * 7 + [None], pa.list_(pa.string())),
+            "point": pa.array(
+                [{"x": 1.5, "y": None, "odd name`": dt.date(1, 1, 1)}] * 8,
+                pa.struct([("x", pa.float64()), ("y", pa.int64()), ("odd name`", pa.date32())]),
+            ),
+            "attrs": pa.array([[("k", 1)]] * 8, pa.map_(pa.string(), pa.int32())),
+        }
+        for name, column in nested.items():
+            table = table.add_column(table.num_columns - 2, name, column)
+        staged = stage(PyArrowFileIO(), str(tmp_path), ChangeRows(table, 1))
+        assert staged.path is not None and staged.column_list is not None
+        assert "struct<`x`:double,`y`:bigint,`odd name```:date>" in staged.column_list
+        sql(project, staged_relation("icetime_test_named", staged))
+        unnamed = dataclasses.replace(staged, column_list=None)
+        assert "using parquet" in staged_relation("v", unnamed).split("(")[0]
+        sql(project, staged_relation("icetime_test_inferred", unnamed))
+        named = "select to_json(struct(*)) from icetime_test_named"
+        inferred = "select to_json(struct(*)) from icetime_test_inferred"
+        assert sql(project, f"select count(*) from ({named})", "one")[0] == table.num_rows
+        assert rows(project, f"{named} except all {inferred}") == []
+        assert rows(project, f"{inferred} except all {named}") == []
+        # A type without an exact Spark name here is left to Spark's inference.
+        fixed = pa.table({"u": pa.array([b"0123456789abcdef"], pa.binary(16))})
+        assert values.column_list(fixed.schema) is None

@@ -34,9 +34,14 @@ from typing import Any
 
 from dbt.adapters.icetime.cdf.changes import ORD, SIGN
 from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, ChangeRange, Commit
-from dbt.adapters.icetime.cdf.values import inline_rows
+from dbt.adapters.icetime.cdf.values import column_list, inline_rows
 
 FILE_PATH_FIELD_ID = 2147483546  # a position delete file's file_path column
+# Above this many rows a commit's rows are netted on Arrow's thread pool. Below it one thread
+# is faster in a fresh process: 200,000 rows of a 7-column table (a copy-on-write rewrite of a
+# 100,000-row file) net in 0.11-0.13 s on one thread, in 0.25 s on the pool's first use (0.04 s
+# once warm). The pool pays off at about a million rows.
+THREADED_NET_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -162,16 +167,18 @@ class UpstreamFiles:
         else:
             deleted = before if before is not None else after
             assert deleted is not None
-            everything = pa.array(range(rows.num_rows), pa.int64())
-            live = pc.filter(everything, pc.invert(pc.is_in(everything, value_set=deleted)))
+            live = None  # every row (a copy-on-write file: nothing deleted)
+            if len(deleted):
+                everything = pa.array(range(rows.num_rows), pa.int64())
+                live = pc.filter(everything, pc.invert(pc.is_in(everything, value_set=deleted)))
             sides = [(live, -1 if new is None else 1)]
         for positions, sign in sides:
-            if len(positions):
-                chosen = rows.take(positions)
-                count = chosen.num_rows
+            chosen = rows if positions is None else rows.take(positions)
+            count = chosen.num_rows
+            if count:
                 yield chosen.append_column(
-                    ORD, pa.array([ordinal] * count, pa.int32())
-                ).append_column(SIGN, pa.array([sign] * count, pa.int8()))
+                    ORD, pa.repeat(pa.scalar(ordinal, pa.int32()), count)
+                ).append_column(SIGN, pa.repeat(pa.scalar(sign, pa.int8()), count))
 
     def _raw(self, task: Any) -> Any:
         """Every row of the task's data file, deletes not applied, in file order."""
@@ -242,6 +249,8 @@ class StagedRows:
     net_commits: int | None  # as ChangeRows.net_commits
     path: str | None = None
     rows: str | None = None
+    # The file's columns in Spark's types, ``(c0 bigint, ...)``; None: Spark infers them.
+    column_list: str | None = None
 
 
 def stage(io: Any, directory: str, rows: ChangeRows) -> StagedRows:
@@ -255,9 +264,11 @@ def stage(io: Any, directory: str, rows: ChangeRows) -> StagedRows:
     import pyarrow.parquet as pq
 
     path = f"{directory.rstrip('/')}/{uuid.uuid4().hex}.parquet"
+    renamed = table.rename_columns(list(names))
     with io.new_output(path).create(overwrite=True) as stream:
-        pq.write_table(table.rename_columns(list(names)), stream, compression="zstd")
-    return StagedRows(names, rows.deletes, rows.net_commits, path=path)
+        pq.write_table(renamed, stream, compression="zstd")
+    columns = column_list(renamed.schema)
+    return StagedRows(names, rows.deletes, rows.net_commits, path=path, column_list=columns)
 
 
 def _concat(tables: list[Any]) -> Any:
@@ -292,7 +303,8 @@ def _net(rows: Any) -> tuple[Any, bool]:
                 index, rows.field(index), pc.if_else(pc.equal(column, zero), zero, column)
             )
     try:
-        counted = rows.group_by(keys, use_threads=True).aggregate([(SIGN, "sum")])
+        threads = rows.num_rows > THREADED_NET_ROWS
+        counted = rows.group_by(keys, use_threads=threads).aggregate([(SIGN, "sum")])
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return rows, False
     total = counted.column(f"{SIGN}_sum")

@@ -78,13 +78,17 @@ def staged_relation(view: str, staged: StagedRows) -> str:
     statement that references it, through every view above it: ~0.15 s each on the embedded
     session. A view ``USING parquet`` keeps the resolved relation.
 
-    The file holds dates and timestamps in the proleptic Gregorian calendar, as Iceberg does.
-    Spark would refuse a date before 1582-10-15 in a file no Spark wrote (``READ_ANCIENT_
-    DATETIME``), so the file is read ``CORRECTED``: as written, without rebasing.
+    The view names the file's columns and types (``StagedRows.column_list``), so Spark does
+    not run a job to infer them from the footer. The file holds dates and timestamps in the
+    proleptic Gregorian calendar, as Iceberg does. Spark would refuse a date before 1582-10-15
+    in a file no Spark wrote (``READ_ANCIENT_DATETIME``), so the file is read ``CORRECTED``:
+    as written, without rebasing.
     """
     assert staged.path is not None
+    columns = f"{staged.column_list} " if staged.column_list else ""
     return (
-        f"create or replace temporary view {quote_identifier(view)} using parquet options "
+        f"create or replace temporary view {quote_identifier(view)} {columns}"
+        "using parquet options "
         f"(path {sql_literal(staged.path)}, datetimeRebaseMode 'CORRECTED', "
         "int96RebaseMode 'CORRECTED')"
     )

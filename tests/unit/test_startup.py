@@ -9,17 +9,25 @@ import sys
 from tests.support import HEAVY_MODULES
 
 
+def python(code: str, *args: str) -> str:
+    """What ``code`` prints in a fresh interpreter (this one has PySpark loaded by other tests)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return done.stdout.strip()
+
+
 def test_loading_the_adapter_imports_no_heavy_module() -> None:
-    # A fresh interpreter: this one has PySpark loaded by other tests.
     heavy = (*HEAVY_MODULES, "numpy")
     code = (
         "import sys, dbt.adapters.icetime.impl, dbt.adapters.icetime.connections\n"
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert python(code) == "[]"
 
 
 def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not() -> None:
@@ -32,15 +40,6 @@ def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not()
         "import dbt.cli.main, dbt.adapters.icetime\n"
         "print(gc.get_freeze_count())"
     )
-    frozen = {}
-    for program in ("/usr/local/bin/dbt", "/srv/scheduler.py"):
-        done = subprocess.run(
-            [sys.executable, "-c", code, program],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        )
-        frozen[program] = int(done.stdout.strip())
+    frozen = {p: int(python(code, p)) for p in ("/usr/local/bin/dbt", "/srv/scheduler.py")}
     assert frozen["/srv/scheduler.py"] == 0
     assert frozen["/usr/local/bin/dbt"] > 100_000, frozen

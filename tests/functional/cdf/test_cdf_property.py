@@ -184,11 +184,9 @@ class PropertyBase(PackageProject):
             self.check_choices(results)
             staged |= {"file"} if "using parquet options" in statements else set()
             staged |= {"inline"} if ") as staged(" in statements else set()
-            if step == 0:
-                by_status = next(r for r in results if r.node.name == "by_status")
-                if not by_status.adapter_response["_message"].startswith("NO-OP"):
-                    assert "by_status__keys0" in statements
-                    assert "by_status__dbt_tmp" in statements
+            if step == 0:  # the bulk insert changes every status's counts
+                assert "by_status__keys0" in statements
+                assert "by_status__dbt_tmp" in statements
                 assert "by_status_full__keys0" not in statements
                 assert "by_status_full__dbt_tmp" not in statements
                 # A log and a recompute model land the model's rows as they are: no payload view.

@@ -306,10 +306,12 @@ class IcetimeAdapter(SparkAdapter):
         if self.wap_branch() is not None:  # a branch run builds every model
             return None
         apply_iceberg_defaults(getattr(node, "name", "?"), node.config)
-        self.protected_targets().check(node)
         this = str(self.Relation.create_from(self.config, node))
         decision = self.builds().left_alone(node, this)
-        return decision.reason if decision is not None else None
+        if decision is None:
+            return None  # pre_model_hook checks it, as every model it runs
+        self.protected_targets().check(node)
+        return decision.reason
 
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
         super().post_model_hook(config, context)

@@ -36,23 +36,19 @@ def inline_rows(table: Any) -> str | None:
     or of a type not rendered here."""
     if not 0 < table.num_rows <= MAX_ROWS:
         return None
-    renders = [_render(field.type) for field in table.schema]
-    if any(render is None for render in renders):
+    found = [_render(field.type) for field in table.schema]
+    renders = [render for render in found if render is not None]
+    if len(renders) < len(found):
         return None
     try:
         columns = [
-            [_null_or(render, value) for value in column.to_pylist()]
+            ["NULL" if value is None else render(value) for value in column.to_pylist()]
             for render, column in zip(renders, table.columns, strict=True)
         ]
     except (OverflowError, ValueError):  # a date or timestamp Python cannot represent, a
         return None  # string Spark would substitute into
     rows = ", ".join(f"({', '.join(row)})" for row in zip(*columns, strict=True))
     return rows if len(rows) <= MAX_CHARS else None
-
-
-def _null_or(render: Render | None, value: Any) -> str:
-    assert render is not None
-    return "NULL" if value is None else render(value)
 
 
 def _render(arrow_type: Any) -> Render | None:

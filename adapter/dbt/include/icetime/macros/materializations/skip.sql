@@ -2,8 +2,9 @@
     can be skipped starts with icetime_unchanged(). When this run leaves the model as it is, no
     statement runs, no hook runs and nothing commits; the node's status is dbt's `no-op` and its
     message says why. On dbt-core 1.11 such a model ends before its materialization is called
-    (the adapter's builds/status.py); the no-op here serves a dbt whose runner is not wrapped. In a --defer run, a model whose production build matches is cloned from
-    production (zero-copy) instead of built. A materialization that completes calls
+    (the adapter's builds/status.py); the no-op here serves a dbt whose runner is not wrapped.
+    In a --defer run, a model whose production build matches is cloned from production
+    (zero-copy) instead of built. A materialization that completes calls
     icetime_build_finished(), which lets the adapter record the build on the table. -#}
 
 {% macro icetime_unchanged() %}
@@ -15,7 +16,7 @@
     {{ log("icetime: " ~ this ~ " cloned from production, not built: " ~ message ~ "; " ~ skip.reason, info=true) }}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
-  {{ log("icetime: " ~ this ~ " not built, " ~ skip.reason, info=true) }}
+  {{ log("icetime: " ~ model.name ~ " not built: " ~ skip.reason, info=true) }}
   {%- call noop_statement('main', skip.message, 'no-op') -%}-- {{ this }}: {{ skip.reason }}{%- endcall -%}
   {{ return({'relations': [this]}) }}
 {% endmacro %}

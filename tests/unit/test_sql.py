@@ -21,6 +21,8 @@ from dbt.adapters.icetime.sql import quote_identifier, sql_literal
         ("O'Brien", "'O\\'Brien'"),
         ("back\\slash", "'back\\\\slash'"),
         ("x'; drop table t; --", "'x\\'; drop table t; --'"),
+        ("${env:HOME}", "'$\\{env:HOME}'"),  # not Spark's variable substitution
+        ("\\${a}$${b}", "'\\\\$\\{a}$$\\{b}'"),
         (dt.date(2026, 4, 21), "date'2026-04-21'"),
         (dt.datetime(2026, 4, 21, 6, 0, 1), "timestamp'2026-04-21 06:00:01'"),
     ],

@@ -41,7 +41,11 @@ COLUMNS: dict[str, tuple[Any, str, list[Any]]] = {
     "s": (
         pa.string(),
         "string",
-        ["it's", "back\\slash", "quote\\'s", "new\nline", "naïve ☃", "", "\\u0041", None],
+        # (${...}: what Spark would substitute, an environment variable here, if not escaped)
+        [
+            *("it's", "back\\slash", "quote\\'s", "new\nline"),
+            *("naïve ☃ ${env:HOME}", "", "\\${a}", None),
+        ],
     ),
     "day": (
         pa.date32(),
@@ -92,7 +96,8 @@ class TestStagedRows:
         assert (inline.columns, inline.deletes) == (staged.columns, staged.deletes)
 
         sql(project, staged_relation("icetime_test_staged", staged))
-        from_values = staged_read(inline, OUT).sql
+        # (braces doubled: dbt's test helper formats each statement, and `$\{` is in the rows)
+        from_values = staged_read(inline, OUT).sql.replace("{", "{{").replace("}", "}}")
         from_file = staged_read(staged, OUT, "icetime_test_staged").sql
         assert sql(project, f"select count(*) from ({from_values})", "one")[0] == table.num_rows
         assert rows(project, f"{from_values} except all {from_file}") == []
@@ -131,11 +136,6 @@ class TestStagedRows:
         assert values.inline_rows(binary) is None  # a type not rendered
         nested = table.append_column("l", pa.array([[1]] * table.num_rows, pa.list_(pa.int32())))
         assert values.inline_rows(nested) is None
-        # A string Spark would substitute a variable into (${env:HOME}: the home directory).
-        index = table.column_names.index("s")
-        text = ["${env:HOME}"] + [""] * (table.num_rows - 1)
-        substituted = table.set_column(index, "s", pa.array(text, pa.string()))
-        assert values.inline_rows(substituted) is None
         assert values.inline_rows(pa.table({"s": ["x" * values.MAX_CHARS]})) is None  # too long
         # Rows inlined need no file at all (no file system is given here).
         inline = stage(None, "", ChangeRows(table, None))

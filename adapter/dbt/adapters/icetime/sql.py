@@ -17,8 +17,10 @@ def sql_literal(value: Any) -> str:
     """A Spark SQL literal for a Python value.
 
     Spark's parser treats backslash as an escape character inside string literals, so both
-    backslash and quote are escaped. None is NULL (dbt-spark's session method renders it as the
-    string 'None').
+    backslash and quote are escaped. Spark also replaces ``${name}`` anywhere in a statement,
+    string literals included, with a variable, a configuration or an environment variable
+    (``${env:HOME}``): its ``{`` is escaped (``$\\{``), which the parser reads back as ``{``.
+    None is NULL (dbt-spark's session method renders it as the string 'None').
     """
     if value is None:
         return "NULL"
@@ -32,7 +34,8 @@ def sql_literal(value: Any) -> str:
         return "timestamp'" + value.isoformat(sep=" ") + "'"
     if isinstance(value, dt.date):
         return "date'" + value.isoformat() + "'"
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    escaped = str(value).replace("\\", "\\\\").replace("'", "\\'").replace("${", "$\\{")
+    return "'" + escaped + "'"
 
 
 def split_statements(sql: str) -> list[str]:

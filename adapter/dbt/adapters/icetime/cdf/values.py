@@ -10,11 +10,10 @@ literals instead, which each statement reads with no file at all.
 
 Every literal is exact: integers keep their width (``Y``, ``S``, ``L`` suffixes), floating
 point values and decimals go through a cast from their exact text, strings are quoted as
-everywhere else (``sql_literal``), timestamps carry their offset or are ``TIMESTAMP_NTZ``. A
-column of any other type (binary, nested, nanosecond timestamps), a value Python cannot hold
-(a date past year 9999), or a string holding ``${`` (Spark substitutes variables such as
-``${env:HOME}`` in the statement's text before parsing it, string literals included) leaves
-the rows to the Parquet file.
+everywhere else (``sql_literal``, which keeps ``${...}`` from Spark's variable substitution),
+timestamps carry their offset or are ``TIMESTAMP_NTZ``. A column of any other type (binary,
+nested, nanosecond timestamps) or a value Python cannot hold (a date past year 9999) leaves the
+rows to the Parquet file.
 """
 
 from __future__ import annotations
@@ -45,8 +44,8 @@ def inline_rows(table: Any) -> str | None:
             ["NULL" if value is None else render(value) for value in column.to_pylist()]
             for render, column in zip(renders, table.columns, strict=True)
         ]
-    except (OverflowError, ValueError):  # a date or timestamp Python cannot represent, a
-        return None  # string Spark would substitute into
+    except (OverflowError, ValueError):  # a date or timestamp Python cannot represent
+        return None
     rows = ", ".join(f"({', '.join(row)})" for row in zip(*columns, strict=True))
     return rows if len(rows) <= MAX_CHARS else None
 
@@ -65,7 +64,7 @@ def _render(arrow_type: Any) -> Render | None:
         target = f"decimal({arrow_type.precision},{arrow_type.scale})"
         return lambda v: f"cast('{v}' as {target})"
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return _string
+        return sql_literal
     if pa.types.is_date32(arrow_type):
         return lambda v: f"date'{v.isoformat()}'"
     if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "us":
@@ -73,12 +72,6 @@ def _render(arrow_type: Any) -> Render | None:
             return lambda v: f"timestamp_ntz'{v.isoformat(sep=' ')}'"
         return lambda v: f"timestamp'{v.isoformat(sep=' ')}'"
     return None
-
-
-def _string(value: str) -> str:
-    if "${" in value:
-        raise ValueError(f"{value!r} holds a variable reference")
-    return sql_literal(value)
 
 
 def _double(value: float) -> str:

@@ -2,10 +2,11 @@
 
 ``changes()`` (at compile time) adds an upstream; the materialization then asks what the run
 is (full, no changes, recovering from an interrupted run) and, after the data commit, writes the
-new state. In a run the change views are created when the materialization starts, not as the
-model compiles, so a model that is then skipped (``skip_unchanged``) runs no statement. Views
-are named after the model, so models running in parallel threads of one Spark session never
-share one.
+new state. In a run the change relations are made when the materialization starts, not as the
+model compiles, so a model that is then skipped (``skip_unchanged``) runs no statement: a WITH
+clause around the model's query (merge and append), or temporary views (the keys of a
+recompute model, a history snapshot, and ``dbt compile``). They are named after the model, so
+models running in parallel threads of one Spark session never share one.
 """
 
 from __future__ import annotations
@@ -179,6 +180,25 @@ class CdfRun:
         for upstream in self.upstreams.values():
             if not upstream.view_created:
                 self._render(upstream)
+
+    def model_sql(self, compiled: str) -> str:
+        """The model's query with its change rows defined in a WITH clause, under the names its
+        ``changes()`` calls rendered (those ``add`` left without a view).
+
+        For merge and append, whose model query is the only reader of its changes: the change
+        SQL is analyzed with the model's, and no view is created or dropped (two statements
+        fewer per upstream). A name bound by a WITH clause hides a view of the same name."""
+        if self.mode == RECOMPUTE:
+            return compiled  # it reads the upstreams themselves (its changed keys are views)
+        definitions = [
+            f"{quote_identifier(u.view)} as (\n{self._sql(u)}\n)"
+            for u in self.upstreams.values()
+            if not u.view_created
+        ]
+        if not definitions:
+            return compiled
+        query = compiled.rstrip().rstrip(";")
+        return f"with {', '.join(definitions)}\nselect * from (\n{query}\n)"
 
     def _plan(self, upstream: Upstream) -> None:
         watermark = None

@@ -121,16 +121,23 @@ class CdfSession:
             # `--empty`: a missing target is rebuilt from the empty read, and no watermark is
             # recorded (no run, so no state in its properties): the next run is a first run.
             # An existing target is left as it is.
-            return {"empty": True, "full": True, "mode": config.mode, "reason": "--empty"}
+            return {
+                "empty": True,
+                "full": True,
+                "mode": config.mode,
+                "reason": "--empty",
+                "sql": model["compiled_code"],
+            }
         run = self._run(model, config, full_refresh)
         if config.mode == RECOMPUTE:
             self._add_recompute_upstreams(run, model, graph, config)
+            run.create_views()  # its MERGE reads the changed keys; its query, the upstreams
         elif not run.upstreams:
             raise errors.ConfigurationError(
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
             )
-        run.create_views()
         described = run.describe()
+        described["sql"] = run.model_sql(model["compiled_code"])
         if run.estimate is not None:
             logger.info(f"{run.target}: {run.estimate.describe()}")
         if described["recovering"]:

@@ -1,6 +1,7 @@
 {#- incremental_strategy='cdf': incremental models driven by snapshot diffs, as a recipe of named
-    steps. The model reads icetime.changes(ref(...)) (compiled into a temporary view of change
-    rows), or, with cdf_recompute_keys, plain SQL over its upstreams. The adapter (cdf/session.py)
+    steps. The model reads icetime.changes(ref(...)) (its change rows, which run.sql defines in
+    a WITH clause around the model's query), or, with cdf_recompute_keys, plain SQL over its
+    upstreams. The adapter (cdf/session.py)
     plans the run and moves the watermarks after the data commit. See docs/flow/cdf.md. -#}
 
 {% macro icetime_cdf_materialization() %}
@@ -67,7 +68,7 @@
     {#- The upserts (merge) or every change row (append): the model's columns are checked and
         a merge's change columns left out. -#}
     {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
-    {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
+    {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
     {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(changes), run.mode) -%}
     {%- set sql = icetime_cdf_initial_sql(changes, columns, run.mode) -%}
   {%- endif -%}
@@ -91,7 +92,7 @@
       are cached lazily, so the first computes them and the write reuses them. Append and
       recompute read them once, in the write: no cache. -#}
   {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
-  {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, compiled_code) }}{% endcall %}
+  {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
   {%- if run.mode == 'merge' -%}
     {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
   {%- endif -%}

@@ -11,6 +11,7 @@ import pytest
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.column import iceberg_columns
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.metadata import (
@@ -252,6 +253,32 @@ class TestAdapterMetadata:
         assert meta == over_sql
         assert len(meta.snapshot_log) == 2
         assert meta.current_snapshot_id == meta.snapshot_log[-1].snapshot_id
+
+    def test_columns_from_metadata_are_the_described_ones(self, project: Any) -> None:
+        # Every primitive type Spark writes to Iceberg (CDF targets take their columns this
+        # way instead of a DESCRIBE); a nested column leaves it to the DESCRIBE.
+        types = (
+            "boolean, tinyint, smallint, int, bigint, float, double, decimal(38,10), "
+            "decimal(5,0), date, timestamp, timestamp_ntz, string, binary"
+        )
+        columns = ", ".join(f"`c {i}` {kind}" for i, kind in enumerate(types.split(", ")))
+        adapter = project.adapter
+        found, described = {}, {}
+        for name, extra in (("flat", ""), ("nested", ", s struct<a: int>")):
+            table = TableName("icetime", project.test_schema, name)
+            project.run_sql(f"create table {table.sql()} ({columns}{extra}) using iceberg")
+            relation = adapter.Relation.create(
+                database="icetime", schema=project.test_schema, identifier=name
+            )
+            with adapter.connection_named("columns"):
+                schema = adapter.table_metadata(relation).current_schema
+                described[name] = adapter.get_columns_in_relation(relation)
+            found[name] = iceberg_columns(schema, table)
+        assert found["nested"] is None and len(described["nested"]) == 15
+        assert found["flat"] is not None and len(described["flat"]) == 14
+        assert [(c.name, c.dtype, c.table_schema, c.table_name) for c in found["flat"]] == [
+            (c.name, c.dtype, c.table_schema, c.table_name) for c in described["flat"]
+        ]
 
 
 def from_pyiceberg(identifier: str, metadata_location: str, metadata: Any) -> TableMetadata:

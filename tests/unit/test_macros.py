@@ -85,9 +85,9 @@ CDF_SQL = MACROS / "materializations" / "incremental" / "cdf_sql.sql"
 STRATEGIES = MACROS / "materializations" / "incremental" / "strategies.sql"
 
 
-def cdf_macros(target_columns: list[str]) -> Macros:
+def cdf_macros() -> Macros:
     context = {
-        "adapter": Adapter({TARGET: target_columns}),
+        "adapter": Adapter({}),
         "model": {"unique_id": "model.p.m"},
         "exceptions": None,
     }
@@ -95,10 +95,11 @@ def cdf_macros(target_columns: list[str]) -> Macros:
 
 
 def test_cdf_merge_applies_the_last_surviving_change_per_key_within_the_bounds() -> None:
-    macros = cdf_macros(["id", "status", "amount"])
+    macros = cdf_macros()
     model = columns("id", "status", "amount", "_change_type", "_commit_timestamp")
     payload = columns("id", "status", "amount")
-    sql = macros.icetime_cdf_merge_sql(TARGET, "changes", model, payload, "id", ["1", "9"])
+    target = columns("id", "status", "amount")
+    sql = macros.icetime_cdf_merge_sql(TARGET, target, "changes", model, payload, "id", ["1", "9"])
     assert flat(sql) == flat(
         """
         merge into `icetime`.`s`.`t` as DBT_INTERNAL_DEST
@@ -126,9 +127,10 @@ def test_cdf_merge_applies_the_last_surviving_change_per_key_within_the_bounds()
 
 
 def test_cdf_merge_with_two_keys_no_bounds_and_a_target_column_the_model_dropped() -> None:
-    macros = cdf_macros(["a", "b", "v", "old"])
+    macros = cdf_macros()
     model = columns("a", "b", "v", "_change_type", "_change_ordinal")
-    sql = flat(macros.icetime_cdf_merge_sql(TARGET, "c", model, columns("a", "b", "v"), ["a", "b"]))
+    target, payload = columns("a", "b", "v", "old"), columns("a", "b", "v")
+    sql = flat(macros.icetime_cdf_merge_sql(TARGET, target, "c", model, payload, ["a", "b"]))
     assert "partition by `a`, `b` order by _change_ordinal desc, case when" in sql
     assert (
         "on DBT_INTERNAL_SOURCE.`a` = DBT_INTERNAL_DEST.`a` and DBT_INTERNAL_SOURCE.`b` = " in sql
@@ -141,10 +143,9 @@ def test_cdf_merge_with_two_keys_no_bounds_and_a_target_column_the_model_dropped
 
 def test_cdf_recompute_merges_recomputed_groups_and_deletes_vanished_ones() -> None:
     # The target has a column the model no longer selects: it is left out of the update.
-    context_adapter = Adapter({TARGET: ["region", "total", "old"]})
-    macros = Macros([CDF_SQL], {"adapter": context_adapter, "model": {}, "exceptions": None})
-    fresh = columns("region", "total")
-    sql = macros.icetime_cdf_recompute_sql(TARGET, "fresh", fresh, ["v0", "v1"], "region")
+    macros = cdf_macros()
+    target, fresh = columns("region", "total", "old"), columns("region", "total")
+    sql = macros.icetime_cdf_recompute_sql(TARGET, target, "fresh", fresh, ["v0", "v1"], "region")
     assert flat(sql) == flat(
         """
         merge into `icetime`.`s`.`t` as DBT_INTERNAL_DEST
@@ -173,7 +174,7 @@ def test_cdf_recompute_merges_recomputed_groups_and_deletes_vanished_ones() -> N
 
 
 def test_cdf_payload_columns_leave_change_metadata_out_of_a_merge_target() -> None:
-    macros = cdf_macros([])
+    macros = cdf_macros()
     model = columns("id", "_change_type", "_commit_snapshot_id", "_commit_timestamp")
     assert [c.name for c in macros.icetime_cdf_payload_columns(model, "merge")] == ["id"]
     assert macros.icetime_cdf_payload_columns(model, "append") == model

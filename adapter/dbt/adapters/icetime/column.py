@@ -8,6 +8,9 @@ from typing import Any
 
 from dbt.adapters.spark.column import SparkColumn
 
+from dbt.adapters.icetime.metadata.model import Schema
+from dbt.adapters.icetime.metadata.names import TableName
+from dbt.adapters.icetime.metadata.projection import spark_type
 from dbt.adapters.icetime.sql import quote_identifier
 
 # Spark's names (as DESCRIBE prints them) and the aliases its parser accepts.
@@ -56,6 +59,25 @@ class IcetimeColumn(SparkColumn):
 
     def __repr__(self) -> str:
         return f"<IcetimeColumn {self.name} ({self.data_type})>"
+
+
+def iceberg_columns(schema: Schema, table: TableName) -> list[IcetimeColumn] | None:
+    """A table's columns from its Iceberg schema, named and typed as DESCRIBE gives them
+    (without comments), or None when one is nested (its Spark type is not rendered here)."""
+    types = [spark_type(f.type) for f in schema.fields]
+    if None in types:
+        return None
+    return [
+        IcetimeColumn(
+            table_schema=table.namespace,
+            table_name=table.name,
+            table_type="table",
+            column=f.name,
+            column_index=index,
+            dtype=str(kind),
+        )
+        for index, (f, kind) in enumerate(zip(schema.fields, types, strict=True))
+    ]
 
 
 def described_table_comment(rows: list[tuple[str, str]]) -> str | None:

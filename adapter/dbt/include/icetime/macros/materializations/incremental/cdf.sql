@@ -106,14 +106,15 @@
     {%- set first_key = icetime_cdf_unquoted_keys(config.get('unique_key'))[0] -%}
     {%- set bounds = adapter.icetime_key_bounds(changes, first_key) -%}
   {%- endif -%}
+  {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
   {% do adapter.icetime_cdf_fault('during_write') %}
   {%- call statement('main') -%}
     {%- if run.mode == 'merge' -%}
-      {{ icetime_cdf_merge_sql(this, changes, model_columns, columns, config.get('unique_key'), bounds) }}
+      {{ icetime_cdf_merge_sql(this, target_columns, changes, model_columns, columns, config.get('unique_key'), bounds) }}
     {%- elif run.mode == 'append' -%}
-      {{ get_insert_into_sql(payload, this, columns) }}
+      {{ get_insert_into_sql(payload, this, columns, target_columns) }}
     {%- else -%}
-      {{ icetime_cdf_recompute_sql(this, payload, columns, run.views, config.get('cdf_recompute_keys')) }}
+      {{ icetime_cdf_recompute_sql(this, target_columns, payload, columns, run.views, config.get('cdf_recompute_keys')) }}
     {%- endif -%}
   {%- endcall -%}
   {%- if run.mode == 'merge' -%}

@@ -28,16 +28,16 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_merge_sql(target, changes, change_columns, payload_columns, unique_key, bounds=none) %}
+{% macro icetime_cdf_merge_sql(target, target_columns, changes, change_columns, payload_columns, unique_key, bounds=none) %}
   {#- The net effect per key, in one MERGE: the last change row that survived the model's
       filters decides (commit order when the model passes _commit_timestamp/_change_ordinal
       through; within a commit, and in the net feed, an upsert outranks a delete).
       change_columns: the columns of `changes` (the model's rows); payload_columns: those of
-      them that land in the target. -#}
+      them that land in the target; target_columns: the target's. -#}
   {%- set keys = icetime_cdf_quoted(unique_key) -%}
   {%- set names = change_columns | map(attribute='name') | map('lower') | list -%}
   {%- set payload_names = payload_columns | map(attribute='name') | map('lower') | list -%}
-  {%- set columns = adapter.get_columns_in_relation(target) | selectattr('name', 'in', payload_names) | list -%}
+  {%- set columns = target_columns | selectattr('name', 'in', payload_names) | list -%}
   {%- set order = [] -%}
   {%- if '_commit_timestamp' in names %}{% do order.append('_commit_timestamp desc') %}{% endif -%}
   {%- if '_change_ordinal' in names %}{% do order.append('_change_ordinal desc') %}{% endif -%}
@@ -65,13 +65,13 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_recompute_sql(target, fresh, fresh_columns, key_views, recompute_keys) %}
+{% macro icetime_cdf_recompute_sql(target, target_columns, fresh, fresh_columns, key_views, recompute_keys) %}
   {#- Recompute only the groups whose keys changed upstream (before or after images): merge
       the recomputed groups, delete the groups that no longer exist. fresh_columns: the columns
-      of `fresh`, the model's rows. -#}
+      of `fresh`, the model's rows; target_columns: the target's. -#}
   {%- set keys = icetime_cdf_quoted(recompute_keys) -%}
   {%- set payload_names = fresh_columns | map(attribute='name') | map('lower') | list -%}
-  {%- set columns = adapter.get_columns_in_relation(target) | selectattr('name', 'in', payload_names) | list -%}
+  {%- set columns = target_columns | selectattr('name', 'in', payload_names) | list -%}
   {%- set changed -%}
     (select distinct * from ({% for view in key_views %}select {{ keys | join(', ') }} from `{{ view }}`{{ ' union all ' if not loop.last }}{% endfor %}))
   {%- endset -%}

@@ -111,14 +111,15 @@
   `dbt_icetime_src__{{ name | replace('`', '``') }}`
 {%- endmacro %}
 
-{% macro get_insert_into_sql(source_relation, target_relation, source_columns=none) %}
+{% macro get_insert_into_sql(source_relation, target_relation, source_columns=none, target_columns=none) %}
   {#- Append by column name: a target column the new query no longer has is written as null.
-      source_columns: the source's columns when the caller has described it already. -#}
+      source_columns, target_columns: the columns when the caller knows them already. -#}
   {%- set source_columns = source_columns if source_columns is not none else adapter.get_columns_in_relation(source_relation) -%}
+  {%- set target_columns = target_columns if target_columns is not none else adapter.get_columns_in_relation(target_relation) -%}
   {%- set source_names = source_columns | map(attribute='name') | map('lower') | list -%}
   insert into {{ target_relation }}
   select
-  {%- for column in adapter.get_columns_in_relation(target_relation) %}
+  {%- for column in target_columns %}
     {% if column.name | lower in source_names %}{{ column.quoted }}{% else %}cast(null as {{ column.data_type }}) as {{ column.quoted }}{% endif %}
     {{- ',' if not loop.last }}
   {%- endfor %}

@@ -291,3 +291,36 @@ class TestSkipUnchanged(PackageProject):
         output = run_failing(["run-operation", "icetime.plan", "--args", "{select: 7}"])
         assert "icetime.plan: select 7 is not accepted" in output
         assert metadata_files(project) == files
+
+    def test_a_cdf_watermark_commit_carries_the_build_record(self, project: Any) -> None:
+        def commits() -> int:  # metadata versions: one per commit, data or properties
+            return int(
+                sql(project, "select count(*) from {s}.orders_cdf.metadata_log_entries", "one")[0]
+            )
+
+        # An incremental CDF run: its MERGE, then one commit with the watermark and the record.
+        before = commits()
+        sql(project, "insert into {s}.orders values (6, 60)")
+        run_dbt(["run", "-s", "orders_cdf"])
+        assert commits() == before + 2
+        assert record(project, "orders_cdf")["snapshot_id"] == snapshots(project, "orders_cdf")[-1]
+        assert property_of(project, "orders_cdf", "icetime.cdf.state") is not None
+        assert built(run_dbt(["run", *SKIP, "-s", "orders_cdf"])) == set()
+
+        # With a post-hook the record waits for it (a failing hook fails the build): the
+        # MERGE, the watermark, the hook's commit, then the record's.
+        hook = "alter table {{ this }} set tblproperties ('hooked' = 'yes')"
+        hooked = MODELS["orders_cdf.sql"].replace(
+            "on_history_gap='full_refresh'", f'on_history_gap="full_refresh", post_hook="{hook}"'
+        )
+        write_file(hooked, project.project_root, "models", "orders_cdf.sql")
+        before = commits()
+        sql(project, "insert into {s}.orders values (7, 70)")
+        run_dbt(["run", "-s", "orders_cdf"])
+        assert property_of(project, "orders_cdf", "hooked") == "yes"
+        assert commits() == before + 4
+        assert record(project, "orders_cdf")["snapshot_id"] == snapshots(project, "orders_cdf")[-1]
+        assert built(run_dbt(["run", *SKIP, "-s", "orders_cdf"])) == set()
+        assert rows(project, "select id, amount from {s}.orders_cdf") == rows(
+            project, "select id, amount from {s}.orders"
+        )

@@ -237,9 +237,21 @@ class IcetimeAdapter(SparkAdapter):
         The model's sql_header runs first: the select may read what it sets up."""
         if not may_select_untyped_null(sql):
             return sql  # no statement for the common case
+        return typed_nulls(sql, self._describe_query(sql, sql_header))
+
+    @available
+    def icetime_query_columns(self, sql: str, sql_header: str | None = None) -> list[Any]:
+        """The columns a query returns, as get_columns_in_relation gives a relation's, without
+        a view to describe (DESCRIBE QUERY; the model's sql_header runs first)."""
+        return [
+            IcetimeColumn(column=name, dtype=dtype, column_index=index)
+            for index, (name, dtype) in enumerate(self._describe_query(sql, sql_header))
+        ]
+
+    def _describe_query(self, sql: str, sql_header: str | None) -> list[tuple[str, str]]:
         header = f"{sql_header};\n" if sql_header else ""
         _, described = self.execute(f"{header}describe query {sql}", fetch=True)
-        return typed_nulls(sql, [(row[0], row[1]) for row in described])
+        return [(row[0], row[1]) for row in described]
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
         # A table's snapshot, history and inputs, from its metadata (fails closed).
@@ -550,7 +562,9 @@ class IcetimeAdapter(SparkAdapter):
 
     @available
     def icetime_cdf_finish(self, model: Mapping[str, Any], committed: bool) -> str:
-        self.cdf().finish(model, committed)
+        """The watermarks move; the build record goes in the same commit when it can."""
+        builds = self.builds()
+        self.cdf().finish(model, committed, lambda written: builds.record_now(model, written))
         return ""
 
     @available

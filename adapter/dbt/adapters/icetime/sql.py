@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -36,6 +37,12 @@ def sql_literal(value: Any) -> str:
         return "date'" + value.isoformat() + "'"
     escaped = str(value).replace("\\", "\\\\").replace("'", "\\'").replace("${", "$\\{")
     return "'" + escaped + "'"
+
+
+def set_properties_sql(table_sql: str, properties: Mapping[str, str]) -> str:
+    """The statement that sets table properties (a metadata-only commit)."""
+    pairs = ", ".join(f"{sql_literal(k)} = {sql_literal(v)}" for k, v in properties.items())
+    return f"alter table {table_sql} set tblproperties ({pairs})"
 
 
 def split_statements(sql: str) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any
 from dbt.adapters.icetime import args, errors, system
 from dbt.adapters.icetime.metadata import MAIN_BRANCH, RefKind, TableMetadata, TableName
 from dbt.adapters.icetime.services import Services
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import quote_identifier, set_properties_sql, sql_literal
 
 VAR = "wap_branch"
 SESSION_SETTING = "spark.wap.branch"
@@ -109,9 +109,7 @@ class Branches:
             )
             return
         if metadata.properties.get(WAP_ENABLED) != "true":
-            self.execute(
-                f"alter table {table.sql()} set tblproperties ({sql_literal(WAP_ENABLED)} = 'true')"
-            )
+            self.execute(set_properties_sql(table.sql(), {WAP_ENABLED: "true"}))
         if metadata.current_snapshot_id is None:
             self.execute(
                 f"alter table {table.sql()} drop branch if exists {quote_identifier(branch)}"

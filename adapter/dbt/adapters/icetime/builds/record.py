@@ -37,7 +37,7 @@ from typing import Any
 from dbt.adapters.icetime import properties
 from dbt.adapters.icetime.metadata import TableMetadata
 from dbt.adapters.icetime.metadata.points import format_ms
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import set_properties_sql
 
 VERSION = 1
 
@@ -132,10 +132,12 @@ def read_record(metadata: TableMetadata) -> BuildRecord | None:
 
 def set_record_sql(table_sql: str, record: BuildRecord) -> str:
     """The statement that stores ``record`` on the table (a property: no new snapshot)."""
-    return (
-        f"alter table {table_sql} set tblproperties "
-        f"({sql_literal(properties.BUILT_FROM)} = {sql_literal(record.text())})"
-    )
+    return set_properties_sql(table_sql, record_properties(record))
+
+
+def record_properties(record: BuildRecord) -> dict[str, str]:
+    """``record`` as the table property it is stored in."""
+    return {properties.BUILT_FROM: record.text()}
 
 
 def _optional_text(value: Any) -> str | None:

@@ -30,6 +30,7 @@ from dbt.adapters.icetime.builds.record import (
     BuildRecord,
     UnreadableRecord,
     read_record,
+    record_properties,
     set_record_sql,
 )
 from dbt.adapters.icetime.config import HISTORY_STRATEGY
@@ -56,6 +57,8 @@ class Pending:
     decision: Decision | None
     # Set when its materialization completed (a failed build is never recorded).
     finished: bool = False
+    # Set when its last commit carried the record (``record_now``): ``after`` writes nothing.
+    recorded: bool = False
 
 
 class BuildSession:
@@ -301,27 +304,59 @@ class BuildSession:
             if pending is not None:
                 pending.finished = True
 
+    def record_now(self, model: Mapping[str, Any], snapshot_id: int | None) -> dict[str, str]:
+        """The build record as table properties, for a build whose last commit can carry it
+        (a CDF model's watermark update, one commit fewer), or {} when ``after`` records it.
+
+        Only when nothing can fail the model after that commit (no post-hook, grants or
+        persisted docs): a record stands for a build that completed."""
+        uid = model["unique_id"]
+        config = model.get("config") or {}
+        docs = config.get("persist_docs") or {}
+        if config.get("post-hook") or config.get("grants") or any(docs.values()):
+            return {}
+        with self._lock:
+            pending = self._pending.get(uid)
+        if pending is None or not self._recordable(pending):
+            return {}
+        pending.recorded = True
+        return record_properties(self._record(uid, config["materialized"], snapshot_id, pending))
+
     def after(self, node: Any) -> None:
         """Record on the table a finished build wrote what it was built from."""
         uid = node.unique_id
         with self._lock:
             pending = self._pending.pop(uid, None)
-        if pending is None or pending.candidate is None or not pending.finished:
+        if pending is None or not pending.finished or pending.recorded:
             return
-        if pending.decision is not None and pending.decision.skip:
-            return  # left alone, or cloned from production with production's record
-        candidate = pending.candidate
-        if candidate.unreadable:
-            return  # a record is never written from a guess
+        if not self._recordable(pending):
+            return
         table = TableName.from_node(node, self.services.catalog)
         try:
             written = self.services.reader.table(table)
         except TableNotFoundError:
             return  # nothing written (an empty `--empty` build, say)
-        record = BuildRecord(
+        record = self._record(uid, node.config.materialized, written.current_snapshot_id, pending)
+        faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
+        self.services.execute(set_record_sql(table.sql(), record))
+
+    @staticmethod
+    def _recordable(pending: Pending) -> bool:
+        if pending.candidate is None:
+            return False
+        if pending.decision is not None and pending.decision.skip:
+            return False  # left alone, or cloned from production with production's record
+        return not pending.candidate.unreadable  # a record is never written from a guess
+
+    def _record(
+        self, uid: str, materialized: str, snapshot_id: int | None, pending: Pending
+    ) -> BuildRecord:
+        candidate = pending.candidate
+        assert candidate is not None
+        return BuildRecord(
             node=uid,
-            materialized=node.config.materialized,
-            snapshot_id=written.current_snapshot_id,
+            materialized=materialized,
+            snapshot_id=snapshot_id,
             inputs={table: snapshot for table, (snapshot, _) in candidate.inputs.items()},
             input_uuids={table: uuid for table, (_, uuid) in candidate.inputs.items()},
             input_nodes=candidate.nodes,
@@ -331,8 +366,6 @@ class BuildSession:
             built_at_ms=pending.started_ms,
             invocation_id=self.pins.invocation_id,
         )
-        faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
-        self.services.execute(set_record_sql(table.sql(), record))
 
 
 def skippable(node: Any) -> bool:

@@ -225,8 +225,16 @@ class CdfSession:
             exact=exact,
         )
 
-    def finish(self, model: Mapping[str, Any], committed: bool) -> None:
-        """After the data statement: move the watermarks (if it ran) and drop the run's views."""
+    def finish(
+        self,
+        model: Mapping[str, Any],
+        committed: bool,
+        record: Callable[[int | None], Mapping[str, str]] | None = None,
+    ) -> None:
+        """After the data statement: move the watermarks (if it ran) and drop the run's views.
+
+        ``record``: the properties the watermark commit also carries, given the snapshot the
+        data statement committed (the build record, see BuildSession.record_now)."""
         run = self._runs.pop(model["unique_id"], None)
         if run is None:
             return
@@ -235,9 +243,9 @@ class CdfSession:
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
             if committed and not run.full:  # a rebuild committed its watermarks with its data
-                target = self.services.reader.table(run.target)
-                state = run.new_state(target.current_snapshot_id)
-                write_state(self.services.execute, run.target, state)
+                written = self.services.reader.table(run.target).current_snapshot_id
+                also = record(written) if record is not None else None
+                write_state(self.services.execute, run.target, run.new_state(written), also)
         finally:
             run.close()
 

@@ -23,7 +23,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.plan import Watermark
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.properties import CDF_STATE
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import set_properties_sql
 
 STATE_VERSION = 1
 
@@ -76,9 +76,12 @@ def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
         ) from exc
 
 
-def write_state(execute: Callable[[str], object], table: TableName, state: CdfState) -> None:
-    """Record the watermarks on the target (a metadata-only commit)."""
-    execute(
-        f"alter table {table.sql()} set tblproperties "
-        f"({sql_literal(CDF_STATE)} = {sql_literal(state.dumps())})"
-    )
+def write_state(
+    execute: Callable[[str], object],
+    table: TableName,
+    state: CdfState,
+    also: Mapping[str, str] | None = None,
+) -> None:
+    """Record the watermarks on the target (a metadata-only commit), with ``also``'s
+    properties in the same commit."""
+    execute(set_properties_sql(table.sql(), {CDF_STATE: state.dumps(), **(also or {})}))

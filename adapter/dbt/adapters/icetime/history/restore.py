@@ -19,7 +19,7 @@ from dbt.adapters.icetime.metadata import MetadataReader, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
 from dbt.adapters.icetime.metadata.points import Point, format_ms
 from dbt.adapters.icetime.metadata.resolve import resolve
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import set_properties_sql
 
 KEPT_RESTORES = 50
 MISSING_LISTED = 100
@@ -113,10 +113,7 @@ class Restorer:
         }
         entry.pop("check_seconds")
         history = [*history, entry][-KEPT_RESTORES:]
-        self.execute(
-            f"alter table {table.sql()} set tblproperties "
-            f"({sql_literal(properties.RESTORES)} = {sql_literal(json.dumps(history))})"
-        )
+        self.execute(set_properties_sql(table.sql(), {properties.RESTORES: json.dumps(history)}))
 
 
 def recorded_restores(table_properties: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -90,13 +90,19 @@
 {% macro icetime_cdf_apply_changes(run, existing_relation, on_schema_change) %}
   {#- In merge mode two statements read the change rows (the key bounds, then the write): they
       are cached lazily, so the first computes them and the write reuses them. Append and
-      recompute read them once, in the write: no cache. -#}
-  {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
-  {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
-  {%- if run.mode == 'merge' -%}
-    {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
+      recompute read them once, in the write: no cache. A change log with no schema check
+      reads the model's query itself: no view to make and describe (~0.05 s). -#}
+  {%- if run.mode == 'append' and on_schema_change == 'ignore' -%}
+    {%- set model_columns = adapter.icetime_query_columns(run.sql, config.get('sql_header')) -%}
+    {%- set changes = '(\n' ~ run.sql ~ '\n) as icetime_changes' -%}
+  {%- else -%}
+    {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
+    {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
+    {%- if run.mode == 'merge' -%}
+      {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
+    {%- endif -%}
+    {%- set model_columns = adapter.get_columns_in_relation(changes) -%}
   {%- endif -%}
-  {%- set model_columns = adapter.get_columns_in_relation(changes) -%}
   {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
   {%- set payload = icetime_cdf_payload(run, changes, columns, existing_relation, on_schema_change) -%}
   {% do adapter.icetime_cdf_fault('before_write') %}

@@ -50,6 +50,12 @@
 {% endmacro %}
 
 
+{% macro icetime_cdf_query(run) %}
+  {#- The model's query (with its change rows), where a relation goes. -#}
+  {{ return('(\n' ~ run.sql ~ '\n) as icetime_changes') }}
+{% endmacro %}
+
+
 {% macro icetime_cdf_rebuild(run, existing_relation) %}
   {#- A first run, --full-refresh, a history gap rebuilt, or a view in the way: the target is
       built from every current row of the upstreams. Under --empty a missing target is built
@@ -66,11 +72,10 @@
     {%- set sql = compiled_code -%}
   {%- else -%}
     {#- The upserts (merge) or every change row (append): the model's columns are checked and
-        a merge's change columns left out. -#}
-    {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
-    {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
-    {%- set columns = icetime_cdf_payload_columns(adapter.get_columns_in_relation(changes), run.mode) -%}
-    {%- set sql = icetime_cdf_initial_sql(changes, columns, run.mode) -%}
+        a merge's change columns left out (its query described, with no view to make). -#}
+    {%- set model_columns = adapter.icetime_query_columns(run.sql, config.get('sql_header')) -%}
+    {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
+    {%- set sql = icetime_cdf_initial_sql(icetime_cdf_query(run), columns, run.mode) -%}
   {%- endif -%}
   {% do adapter.icetime_cdf_fault('before_write') %}
   {% do adapter.icetime_cdf_fault('during_write') %}
@@ -94,7 +99,7 @@
       reads the model's query itself: no view to make and describe (~0.05 s). -#}
   {%- if run.mode == 'append' and on_schema_change == 'ignore' -%}
     {%- set model_columns = adapter.icetime_query_columns(run.sql, config.get('sql_header')) -%}
-    {%- set changes = '(\n' ~ run.sql ~ '\n) as icetime_changes' -%}
+    {%- set changes = icetime_cdf_query(run) -%}
   {%- else -%}
     {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}

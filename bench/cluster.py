@@ -8,7 +8,7 @@ a Spark Thrift Server on a standalone master with two one-core workers and a Pos
 with pyiceberg, staging the change rows in the warehouse for the server to merge. Then the
 doubling step (a 20 M-row table against a fresh 10 M-row one, same change count, in turns).
 
-Usage: .venv/bin/python bench/cluster.py [--rows N] [--shares 0.1,1] [--repeats N]
+Usage: .venv/bin/python bench/cluster.py [--rows N] [--shares 0.1,1 [--merge]] [--repeats N]
 Writes bench/results/cluster.md, bench/results/cdf-cluster.json and (with the local curve)
 bench/results/cdf-crossover.png.
 """
@@ -33,6 +33,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--shares", help="changed shares in %%, comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="steps of the doubling")
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the saved curve's points at other shares"
+    )
     args = parser.parse_args()
     shares = [float(s) / 100 for s in args.shares.split(",")] if args.shares else list(cdf.SHARES)
     sys.path.insert(0, str(ROOT))
@@ -59,7 +62,7 @@ def main() -> None:
         deployment = cdf.Deployment("cluster", remote)
         root = cdf.project("cluster", cluster.profile(cdf.SCHEMA))
         curve = cdf.measure_curve(deployment, root, args.rows, shares)
-        cdf.save(curve)
+        cdf.save(curve, merge=args.merge)
         doubling = cdf.measure_doubling(deployment, root, args.rows, args.repeats)
     finally:
         cluster.stop()

@@ -1,8 +1,8 @@
 {#- incremental_strategy='cdf': incremental models driven by snapshot diffs, as a recipe of named
     steps. The model reads icetime.changes(ref(...)) (its change rows, which run.sql defines in
     a WITH clause around the model's query), or, with cdf_recompute_keys, plain SQL over its
-    upstreams. The adapter (cdf/session.py)
-    plans the run and moves the watermarks after the data commit. See docs/flow/cdf.md. -#}
+    upstreams. The adapter (cdf/session.py) plans the run and moves the watermarks after the
+    data commit. See docs/flow/cdf.md. -#}
 
 {% macro icetime_cdf_materialization() %}
   {%- do icetime_cdf_require_sql() -%}

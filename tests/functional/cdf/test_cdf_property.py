@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from typing import Any
 
 import pytest
@@ -191,6 +192,14 @@ class PropertyBase(PackageProject):
                 assert "by_status_full__dbt_tmp" not in statements
                 # A log and a recompute model land the model's rows as they are: no payload view.
                 assert "__icetime_payload" not in statements
+                # Merge and append read their change rows from a WITH clause: no change view.
+                assert not re.search(r"temporary view `icetime_cdf__\w+__\d+`", statements)
+                # A change log describes its query and writes from it: no view of the model.
+                assert "log__dbt_tmp" not in statements
+                assert "describe query with `icetime_cdf__model_test_log__0`" in statements
+                # The writes take each target's columns from its metadata: no describe of it.
+                targets = r"describe extended icetime\.\w+\.(latest|latest_auto|log|by_status)\b"
+                assert not re.search(targets, statements)
         assert staged == {"file", "inline"}, staged
 
     def check_choices(self, results: Any) -> None:

@@ -159,7 +159,7 @@ class CdfRun:
 
     def add(self, upstream: Upstream, create_view: bool = True) -> str:
         """Plan an upstream's range and create its change view (or leave that to
-        ``create_views``); returns the view's name."""
+        ``model_sql``); returns the view's name."""
         known = self.upstreams.get(upstream.name)
         if known is not None:
             return quote_identifier(known.view)
@@ -170,35 +170,27 @@ class CdfRun:
             self._render(upstream)
         return quote_identifier(upstream.view)
 
-    def create_views(self) -> None:
-        """Create the change views ``add`` left for later (the materialization's start).
-
-        A recompute model that rebuilds needs none: its SQL reads the upstreams themselves,
-        and the views of changed keys serve only its incremental ``MERGE``."""
-        if self.mode == RECOMPUTE and self.full:
-            return
-        for upstream in self.upstreams.values():
-            if not upstream.view_created:
-                self._render(upstream)
-
     def model_sql(self, compiled: str) -> str:
-        """The model's query with its change rows defined in a WITH clause, under the names its
-        ``changes()`` calls rendered (those ``add`` left without a view).
+        """Make the change rows the materialization reads (those ``add`` left for its start),
+        and return the model's query as it runs.
 
-        For merge and append, whose model query is the only reader of its changes: the change
-        SQL is analyzed with the model's, and no view is created or dropped (two statements
-        fewer per upstream). A name bound by a WITH clause hides a view of the same name."""
-        if self.mode == RECOMPUTE:
-            return compiled  # it reads the upstreams themselves (its changed keys are views)
-        definitions = [
-            f"{quote_identifier(u.view)} as (\n{self._sql(u)}\n)"
-            for u in self.upstreams.values()
-            if not u.view_created
-        ]
-        if not definitions:
+        Merge and append: the change rows are a WITH clause around the model's query, under the
+        names its ``changes()`` calls rendered. The change SQL is analyzed with the model's,
+        and no view is created or dropped (two statements fewer per upstream); a name bound by
+        a WITH clause hides a view of the same name. Recompute: its query reads the upstreams
+        themselves, and its incremental ``MERGE`` reads views of the changed keys (a rebuild
+        needs none)."""
+        pending = [u for u in self.upstreams.values() if not u.view_created]
+        if self.mode == RECOMPUTE and not self.full:
+            for upstream in pending:
+                self._render(upstream)
+        if self.mode == RECOMPUTE or not pending:
             return compiled
+        definitions = ", ".join(
+            f"{quote_identifier(u.view)} as (\n{self._sql(u)}\n)" for u in pending
+        )
         query = compiled.rstrip().rstrip(";")
-        return f"with {', '.join(definitions)}\nselect * from (\n{query}\n)"
+        return f"with {definitions}\nselect * from (\n{query}\n)"
 
     def _plan(self, upstream: Upstream) -> None:
         watermark = None

@@ -136,7 +136,6 @@ class CdfSession:
         run = self._run(model, config, full_refresh)
         if config.mode == RECOMPUTE:
             self._add_recompute_upstreams(run, model, graph, config)
-            run.create_views()  # its MERGE reads the changed keys; its query, the upstreams
         elif not run.upstreams:
             raise errors.ConfigurationError(
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])

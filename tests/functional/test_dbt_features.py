@@ -259,3 +259,34 @@ class TestPersistDocsOnClone(PackageProject):
         # The comment went on the clone's own metadata, not the source's.
         source = sql(project, "describe {s}.documented", "all")
         assert source[0][2] == "changed at the source"
+
+
+SHOW_FLAGS = """{% macro show_flags() %}
+  {{ log("truthy nulls: " ~ adapter.behavior.enable_truthy_nulls_equals_macro.setting, info=true) }}
+  {%- set batched = adapter.behavior.require_batched_execution_for_custom_microbatch_strategy -%}
+  {{ log("batched: " ~ batched.setting, info=true) }}
+{% endmacro %}
+"""
+
+
+class TestBehaviorFlags:
+    """dbt's behavior flags through the icetime adapter (named without dbt's call-stack walk,
+    behavior.py): a project's `flags:` set them, and a flag left off warns with its source."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        return {"flags": {"enable_truthy_nulls_equals_macro": True}}
+
+    @pytest.fixture(scope="class")
+    def macros(self) -> dict[str, str]:
+        return {"show_flags.sql": SHOW_FLAGS}
+
+    def test_settings_and_source(self, project: Any) -> None:
+        _, output = run_dbt_and_capture(["--log-format", "json", "run-operation", "show_flags"])
+        events = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        said = [e["info"]["msg"] for e in events if e["info"]["name"] == "JinjaLogInfo"]
+        assert said == ["truthy nulls: True", "batched: False"], said
+        warned = [e["data"] for e in events if e["info"]["name"] == "BehaviorChangeEvent"]
+        assert [(w["flag_name"], w["flag_source"]) for w in warned] == [
+            ("require_batched_execution_for_custom_microbatch_strategy", "dbt.adapters.base.impl")
+        ], warned

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from dbt_common.dataclass_schema import ValidationError
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.credentials import IcetimeCredentials, _stored_schema
 
 
 def parse(**profile: Any) -> IcetimeCredentials:
@@ -112,3 +113,34 @@ def test_dbt_debug_shows_where_the_data_goes() -> None:
         }
     )
     assert "hunter2" not in str(dict(secret.connection_info()))
+
+
+def test_the_stored_profile_schema_is_the_one_dbt_builds() -> None:
+    """dbt validates profiles against IcetimeCredentials.json_schema(): the stored copy must be
+    what dbt would build, and must be the one used."""
+    stored = _stored_schema(IcetimeCredentials)
+    assert stored is not None, (
+        "profile_schema.json was built from other fields or another dbt-spark: "
+        "run scripts/profile_schema.py (see its docstring)"
+    )
+    assert stored == IcetimeCredentials.built_json_schema(), "run scripts/profile_schema.py"
+    assert IcetimeCredentials.json_schema() is stored
+
+
+def test_a_bad_profile_type_is_rejected_by_the_stored_schema() -> None:
+    with pytest.raises(ValidationError, match="'many' is not of type 'integer'"):
+        IcetimeCredentials.validate({"method": "session", "schema": "s", "port": "many"})
+    with pytest.raises(ValidationError, match="'local' is not one of"):
+        IcetimeCredentials.validate({"method": "local", "schema": "s"})
+
+
+def test_a_schema_for_other_fields_is_built_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored schema whose key does not match (another dbt-spark, other fields) is ignored."""
+    key = {**IcetimeCredentials.schema_key(), "dbt_spark": "0.0.0"}
+    monkeypatch.setattr(IcetimeCredentials, "schema_key", classmethod(lambda cls: key))
+    _stored_schema.cache_clear()
+    try:
+        assert _stored_schema(IcetimeCredentials) is None
+        assert IcetimeCredentials.json_schema() == IcetimeCredentials.built_json_schema()
+    finally:
+        _stored_schema.cache_clear()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
+from dbt.adapters.spark.__version__ import version as dbt_spark_version
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -18,6 +22,9 @@ CATALOG_TYPES = ("sqlite", "postgres", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
 DEFAULT_SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+# The profile's JSON schema as dbt builds it from these fields, written by
+# scripts/profile_schema.py (see IcetimeCredentials.json_schema).
+STORED_SCHEMA = Path(__file__).with_name("profile_schema.json")
 
 
 @dataclass
@@ -109,6 +116,25 @@ class IcetimeCredentials(SparkCredentials):
         }
         self.server_side_parameters["spark.sql.ansi.enabled"] = "false"
 
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:  # type: ignore[override]  # dbt's is lru_cache'd
+        """The JSON schema dbt checks the profile against: the stored copy while it was built
+        from these fields under this dbt-spark, else built as dbt builds it. Building it takes
+        mashumaro about 50 ms, at every dbt start."""
+        stored = _stored_schema(cls)
+        return stored if stored is not None else cls.built_json_schema()
+
+    @classmethod
+    def built_json_schema(cls) -> dict[str, Any]:
+        """The schema as dbt builds it (what scripts/profile_schema.py stores)."""
+        built: dict[str, Any] = super().json_schema()
+        return built
+
+    @classmethod
+    def schema_key(cls) -> dict[str, Any]:
+        """What the stored schema was built from."""
+        return {"dbt_spark": dbt_spark_version, "fields": [f.name for f in fields(cls)]}
+
     @property
     def type(self) -> str:
         return "icetime"
@@ -156,6 +182,19 @@ class IcetimeCredentials(SparkCredentials):
             "warehouse",
             "spark_master",
         )
+
+
+@functools.cache
+def _stored_schema(cls: type[IcetimeCredentials]) -> dict[str, Any] | None:
+    """The stored schema, when it is the one dbt would build for ``cls`` (None: build it)."""
+    try:
+        document = json.loads(STORED_SCHEMA.read_text())
+    except (OSError, ValueError):
+        return None
+    if cls is not IcetimeCredentials or document.get("key") != cls.schema_key():
+        return None
+    schema: dict[str, Any] = document["schema"]
+    return schema
 
 
 def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:

@@ -21,6 +21,7 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.behavior_flags import Behavior, BehaviorFlag
 from dbt_common.clients.agate_helper import build_type_tester, table_from_rows
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
@@ -28,6 +29,7 @@ from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.icetime import args, errors, faults, wap
 from dbt.adapters.icetime.__version__ import version as icetime_version
+from dbt.adapters.icetime.behavior import AdapterBehavior
 from dbt.adapters.icetime.builds import plan as build_plan
 from dbt.adapters.icetime.builds import status as build_status
 from dbt.adapters.icetime.builds.record import UnreadableRecord, raw_record
@@ -118,6 +120,18 @@ class IcetimeAdapter(SparkAdapter):
         self._cdf: CdfSession | None = None
         # A model icetime leaves alone ends as dbt's `no-op` (builds/status.py).
         build_status.install()
+
+    _behavior: Behavior
+
+    @property
+    def behavior(self) -> Behavior:  # the macros' `adapter.behavior`, as dbt's
+        return self._behavior
+
+    @behavior.setter
+    def behavior(self, flags: list[BehaviorFlag]) -> None:
+        """dbt's, without its walk of the call stack (behavior.py)."""
+        overrides = getattr(self.config, "flags", {})
+        self._behavior = AdapterBehavior([*flags, *self._behavior_flags], overrides)
 
     def _creds(self) -> IcetimeCredentials:
         creds: IcetimeCredentials = self.config.credentials  # type: ignore[assignment]

@@ -154,14 +154,14 @@ class BuildSession:
 
     def left_alone(self, node: Any, this_sql: str) -> Decision | None:
         """The decision to leave ``node`` exactly as it is (None: its materialization runs,
-        to build it or to clone it from production). A model left alone is done with here."""
+        to build it or to clone it from production). A model left alone is done with here;
+        dbt's line for it gives the reason (``NO-OP <reason>``)."""
         self.before(node, this_sql)
         decision = self.skipped(node.unique_id)
         if decision is None or decision.reuse is not None:
             return None
         with self._lock:
             self._pending.pop(node.unique_id, None)
-        logger.info(f"icetime: {node.name} not built: {decision.reason}")
         return decision
 
     def plan_decision(self, node: Any, this_sql: str) -> Decision:

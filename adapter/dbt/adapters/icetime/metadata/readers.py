@@ -15,6 +15,7 @@ handled once. Neither ever answers "no such table" for a failure to ask.
 from __future__ import annotations
 
 import gzip
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -79,6 +80,8 @@ class CatalogDatabase:
         self.uri = uri
         self._sqlite = _sqlite_file(uri)
         self._engine: Any = None
+        # Each thread's SQLite connection, with the identity of the file it opened.
+        self._local = threading.local()
         if self._sqlite is None:
             from sqlalchemy import create_engine
 
@@ -86,16 +89,35 @@ class CatalogDatabase:
 
     def rows(self, sql: str, params: dict[str, str]) -> list[tuple[Any, ...]]:
         if self._sqlite is not None:
-            # mode=rw: a missing file is an error here, never a new empty catalog.
-            conn = sqlite3.connect(f"file:{quote(self._sqlite)}?mode=rw", uri=True, timeout=30)
-            try:
-                return [tuple(row) for row in conn.execute(sql, params).fetchall()]
-            finally:
-                conn.close()
+            return [
+                tuple(row) for row in self._sqlite_connection(self._sqlite).execute(sql, params)
+            ]
         from sqlalchemy import text
 
         with self._engine.connect() as conn:
             return [tuple(row) for row in conn.execute(text(sql), params).all()]
+
+    def _sqlite_connection(self, path: str) -> sqlite3.Connection:
+        """This thread's connection to the catalog file, kept between queries (opening one
+        costs 40 times a lookup). A query only reads, so it holds no lock once answered and
+        sees every commit made before it. Opened again when the file at ``path`` is another
+        file: a connection keeps reading the file it opened, even once deleted or replaced."""
+        try:
+            stat = os.stat(path)
+            identity: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
+        except OSError:
+            identity = None  # connect() below says what is wrong
+        cached = getattr(self._local, "sqlite", None)
+        if cached is not None and identity is not None and cached[1] == identity:
+            conn: sqlite3.Connection = cached[0]
+            return conn
+        if cached is not None:
+            cached[0].close()
+            self._local.sqlite = None
+        # mode=rw: a missing file is an error here, never a new empty catalog.
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, timeout=30)
+        self._local.sqlite = (conn, identity)
+        return conn
 
 
 # Proves the catalog database opens and holds the catalog's tables.

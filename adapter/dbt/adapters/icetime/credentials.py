@@ -187,11 +187,13 @@ class IcetimeCredentials(SparkCredentials):
 @functools.cache
 def _stored_schema(cls: type[IcetimeCredentials]) -> dict[str, Any] | None:
     """The stored schema, when it is the one dbt would build for ``cls`` (None: build it)."""
+    if cls is not IcetimeCredentials:  # a subclass has fields of its own
+        return None
     try:
         document = json.loads(STORED_SCHEMA.read_text())
     except (OSError, ValueError):
         return None
-    if cls is not IcetimeCredentials or document.get("key") != cls.schema_key():
+    if document.get("key") != cls.schema_key():
         return None
     schema: dict[str, Any] = document["schema"]
     return schema

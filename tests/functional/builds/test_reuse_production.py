@@ -100,7 +100,7 @@ class TestReuseProduction(PackageProject):
             "devices_t": "no-op",
         }
         assert "building event_counts: its code or configuration changed" in output
-        assert "not reusing production's" in output
+        assert "icetime adapter: not reusing production's" in output
         assert rows(project, f"select kind, n from icetime.{pr}.event_counts") == [("a", 2)]
 
         # A source that moved after production's build: what reads it is built, not cloned.

@@ -206,7 +206,7 @@ class TestSkipUnchanged(PackageProject):
             ORDER_TOTALS + " where amount > 0", project.project_root, "models", "order_totals.sql"
         )
         results, output = run_dbt_and_capture(["run", *SKIP, "--exclude", "from_view"])
-        assert "building order_totals: its code or configuration changed" in output
+        assert "icetime adapter: building order_totals: its code or configuration changed" in output
         assert built(results) == {"order_totals", "joined"}
         results = run_dbt(["run", *SKIP, "--exclude", "from_view"])
         assert built(results) == set()

@@ -148,7 +148,7 @@ class BuildSession:
             if decision.build and candidate is not None:
                 decision = self._reuse_production(node, candidate) or decision
             if decision.build:
-                logger.info(f"icetime: building {node.name}: {decision.reason}")
+                logger.info(f"building {node.name}: {decision.reason}")
         with self._lock:
             self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
 
@@ -184,7 +184,7 @@ class BuildSession:
             return None
         found = self._decide_table(production, candidate)
         if found.build:
-            logger.info(f"icetime: not reusing production's {production}: {found.reason}")
+            logger.info(f"not reusing production's {production}: {found.reason}")
             return None
         return Decision(False, f"production's build matches ({found.reason})", (), str(production))
 

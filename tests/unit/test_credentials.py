@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from dbt_common.dataclass_schema import ValidationError
 
-from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.credentials import IcetimeCredentials, _stored_schema
+from dbt.adapters.icetime import errors, profile_schema
+from dbt.adapters.icetime.credentials import IcetimeCredentials
 
 
 def parse(**profile: Any) -> IcetimeCredentials:
@@ -115,32 +119,89 @@ def test_dbt_debug_shows_where_the_data_goes() -> None:
     assert "hunter2" not in str(dict(secret.connection_info()))
 
 
-def test_the_stored_profile_schema_is_the_one_dbt_builds() -> None:
-    """dbt validates profiles against IcetimeCredentials.json_schema(): the stored copy must be
-    what dbt would build, and must be the one used."""
-    stored = _stored_schema(IcetimeCredentials)
-    assert stored is not None, (
-        "profile_schema.json was built from other fields or another dbt-spark: "
-        "run scripts/profile_schema.py (see its docstring)"
-    )
-    assert stored == IcetimeCredentials.built_json_schema(), "run scripts/profile_schema.py"
-    assert IcetimeCredentials.json_schema() is stored
+@pytest.fixture
+def schema_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A cache directory of the test's own, and no schema kept in this process."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    profile_schema.kept.cache_clear()
+    yield tmp_path / "icetime"
+    profile_schema.kept.cache_clear()
 
 
-def test_a_bad_profile_type_is_rejected_by_the_stored_schema() -> None:
+def _fail() -> dict[str, Any]:
+    raise AssertionError("built, though a kept schema was there")
+
+
+def test_the_profile_schema_is_built_once_and_kept(schema_cache: Path) -> None:
+    """dbt checks profiles against IcetimeCredentials.json_schema(): what dbt builds, kept
+    after the first start under the key of what it was built from."""
+    built = IcetimeCredentials.built_json_schema()
+    assert IcetimeCredentials.json_schema() == built
+    kept = schema_cache / f"profile-schema-{profile_schema.key(IcetimeCredentials)}.json"
+    assert [p.name for p in schema_cache.iterdir()] == [kept.name]
+    assert json.loads(kept.read_text()) == built
+    profile_schema.kept.cache_clear()  # the next dbt start reads it, and builds nothing
+    assert profile_schema.kept(IcetimeCredentials, _fail) == built
+
+
+def test_a_bad_profile_type_is_rejected_by_the_kept_schema(schema_cache: Path) -> None:
+    IcetimeCredentials.json_schema()
+    profile_schema.kept.cache_clear()
     with pytest.raises(ValidationError, match="'many' is not of type 'integer'"):
         IcetimeCredentials.validate({"method": "session", "schema": "s", "port": "many"})
     with pytest.raises(ValidationError, match="'local' is not one of"):
         IcetimeCredentials.validate({"method": "local", "schema": "s"})
 
 
-def test_a_schema_for_other_fields_is_built_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stored schema whose key does not match (another dbt-spark, other fields) is ignored."""
-    key = {**IcetimeCredentials.schema_key(), "dbt_spark": "0.0.0"}
-    monkeypatch.setattr(IcetimeCredentials, "schema_key", classmethod(lambda cls: key))
-    _stored_schema.cache_clear()
+@dataclass
+class _WithOneMore(IcetimeCredentials):
+    extra: int = 1
+
+
+@dataclass
+class _WithAnotherDefault(IcetimeCredentials):
+    catalog: str = "lake"
+
+
+def test_the_key_follows_fields_and_library_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = profile_schema.key(IcetimeCredentials)
+    assert profile_schema.key(IcetimeCredentials) == base  # stable across calls
+    assert profile_schema.key(_WithOneMore) != base
+    assert profile_schema.key(_WithAnotherDefault) != base
+    real = profile_schema.metadata.version
+    monkeypatch.setattr(
+        profile_schema.metadata,
+        "version",
+        lambda name: "0.0.0" if name == "mashumaro" else real(name),
+    )
+    assert profile_schema.key(IcetimeCredentials) != base
+
+
+def test_a_subclass_schema_is_its_own(schema_cache: Path) -> None:
+    """A subclass's schema has its own fields: never the base class's kept copy."""
+    IcetimeCredentials.json_schema()
+    schema = _WithOneMore.json_schema()
+    assert "extra" in schema["properties"] and schema == _WithOneMore.built_json_schema()
+    assert len(list(schema_cache.iterdir())) == 2
+
+
+def test_an_unreadable_kept_schema_is_built_again(schema_cache: Path) -> None:
+    kept = schema_cache / f"profile-schema-{profile_schema.key(IcetimeCredentials)}.json"
+    schema_cache.mkdir(parents=True)
+    kept.write_text('{"type": "obj')  # a torn or damaged file
+    assert IcetimeCredentials.json_schema() == IcetimeCredentials.built_json_schema()
+    assert json.loads(kept.read_text()) == IcetimeCredentials.built_json_schema()
+
+
+def test_a_cache_that_cannot_be_written_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # icetime/ cannot be made under a file
+    profile_schema.kept.cache_clear()
     try:
-        assert _stored_schema(IcetimeCredentials) is None
         assert IcetimeCredentials.json_schema() == IcetimeCredentials.built_json_schema()
     finally:
-        _stored_schema.cache_clear()
+        profile_schema.kept.cache_clear()
+    assert list(tmp_path.iterdir()) == [blocked]  # no part file left behind

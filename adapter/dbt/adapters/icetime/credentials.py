@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import importlib.util
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
-from dbt.adapters.spark.__version__ import version as dbt_spark_version
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, profile_schema
 
 CATALOG_TYPES = ("sqlite", "postgres", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
 DEFAULT_SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
-# The profile's JSON schema as dbt builds it from these fields, written by
-# scripts/profile_schema.py (see IcetimeCredentials.json_schema).
-STORED_SCHEMA = Path(__file__).with_name("profile_schema.json")
 
 
 @dataclass
@@ -118,22 +111,15 @@ class IcetimeCredentials(SparkCredentials):
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:  # type: ignore[override]  # dbt's is lru_cache'd
-        """The JSON schema dbt checks the profile against: the stored copy while it was built
-        from these fields under this dbt-spark, else built as dbt builds it. Building it takes
-        mashumaro about 50 ms, at every dbt start."""
-        stored = _stored_schema(cls)
-        return stored if stored is not None else cls.built_json_schema()
+        """The JSON schema dbt checks the profile against, as dbt builds it; built once per
+        machine and kept (profile_schema.py), since building it takes about 50 ms."""
+        return profile_schema.kept(cls, cls.built_json_schema)
 
     @classmethod
     def built_json_schema(cls) -> dict[str, Any]:
-        """The schema as dbt builds it (what scripts/profile_schema.py stores)."""
+        """The schema as dbt builds it."""
         built: dict[str, Any] = super().json_schema()
         return built
-
-    @classmethod
-    def schema_key(cls) -> dict[str, Any]:
-        """What the stored schema was built from."""
-        return {"dbt_spark": dbt_spark_version, "fields": [f.name for f in fields(cls)]}
 
     @property
     def type(self) -> str:
@@ -182,21 +168,6 @@ class IcetimeCredentials(SparkCredentials):
             "warehouse",
             "spark_master",
         )
-
-
-@functools.cache
-def _stored_schema(cls: type[IcetimeCredentials]) -> dict[str, Any] | None:
-    """The stored schema, when it is the one dbt would build for ``cls`` (None: build it)."""
-    if cls is not IcetimeCredentials:  # a subclass has fields of its own
-        return None
-    try:
-        document = json.loads(STORED_SCHEMA.read_text())
-    except (OSError, ValueError):
-        return None
-    if document.get("key") != cls.schema_key():
-        return None
-    schema: dict[str, Any] = document["schema"]
-    return schema
 
 
 def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:

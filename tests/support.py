@@ -87,6 +87,18 @@ def run_dbt_process(
 
 
 # The modules a run that starts no Spark should never load (each costs 0.1-0.5 s at start).
+def python(code: str, *args: str) -> str:
+    """What ``code`` prints in a fresh interpreter (this one has PySpark loaded by other tests)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return done.stdout.strip()
+
+
 HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
 
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from dbt_common.dataclass_schema import ValidationError
 
-from dbt.adapters.icetime import errors, profile_schema
+from dbt.adapters.icetime import errors, schemas
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from tests.support import python
 
 
 def parse(**profile: Any) -> IcetimeCredentials:
@@ -123,30 +124,34 @@ def test_dbt_debug_shows_where_the_data_goes() -> None:
 def schema_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A cache directory of the test's own, and no schema kept in this process."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    profile_schema.kept.cache_clear()
+    schemas.kept.cache_clear()
     yield tmp_path / "icetime"
-    profile_schema.kept.cache_clear()
+    schemas.kept.cache_clear()
 
 
-def _fail() -> dict[str, Any]:
-    raise AssertionError("built, though a kept schema was there")
+def kept_file(cache: Path, cls: type) -> Path:
+    return cache / f"schema-{cls.__qualname__}-{schemas.key(cls)}.json"
 
 
-def test_the_profile_schema_is_built_once_and_kept(schema_cache: Path) -> None:
+def test_the_profile_schema_is_built_once_and_kept(
+    schema_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """dbt checks profiles against IcetimeCredentials.json_schema(): what dbt builds, kept
     after the first start under the key of what it was built from."""
-    built = IcetimeCredentials.built_json_schema()
+    built = schemas.built(IcetimeCredentials)
+    assert "catalog_uri" in built["properties"]
     assert IcetimeCredentials.json_schema() == built
-    kept = schema_cache / f"profile-schema-{profile_schema.key(IcetimeCredentials)}.json"
+    kept = kept_file(schema_cache, IcetimeCredentials)
     assert [p.name for p in schema_cache.iterdir()] == [kept.name]
     assert json.loads(kept.read_text()) == built
-    profile_schema.kept.cache_clear()  # the next dbt start reads it, and builds nothing
-    assert profile_schema.kept(IcetimeCredentials, _fail) == built
+    schemas.kept.cache_clear()  # the next dbt start reads it, and builds nothing
+    monkeypatch.setattr(schemas, "built", lambda cls: pytest.fail(f"{cls} built again"))
+    assert IcetimeCredentials.json_schema() == built
 
 
 def test_a_bad_profile_type_is_rejected_by_the_kept_schema(schema_cache: Path) -> None:
     IcetimeCredentials.json_schema()
-    profile_schema.kept.cache_clear()
+    schemas.kept.cache_clear()
     with pytest.raises(ValidationError, match="'many' is not of type 'integer'"):
         IcetimeCredentials.validate({"method": "session", "schema": "s", "port": "many"})
     with pytest.raises(ValidationError, match="'local' is not one of"):
@@ -164,33 +169,43 @@ class _WithAnotherDefault(IcetimeCredentials):
 
 
 def test_the_key_follows_fields_and_library_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    base = profile_schema.key(IcetimeCredentials)
-    assert profile_schema.key(IcetimeCredentials) == base  # stable across calls
-    assert profile_schema.key(_WithOneMore) != base
-    assert profile_schema.key(_WithAnotherDefault) != base
-    real = profile_schema.metadata.version
-    monkeypatch.setattr(
-        profile_schema.metadata,
-        "version",
-        lambda name: "0.0.0" if name == "mashumaro" else real(name),
+    base = schemas.key(IcetimeCredentials)
+    assert schemas.key(IcetimeCredentials) == base  # stable across calls
+    assert schemas.key(_WithOneMore) != base
+    assert schemas.key(_WithAnotherDefault) != base
+    for name in schemas.BUILDERS:
+        versions = tuple(v + ".1" if v.startswith(f"{name}==") else v for v in schemas._versions())
+        with monkeypatch.context() as patched:
+            patched.setattr(schemas, "_versions", lambda versions=versions: versions)
+            assert schemas.key(IcetimeCredentials) != base, name
+
+
+def test_the_key_is_the_same_in_every_process() -> None:
+    """A default shown with its address (a function) would name a new file at every start."""
+    code = (
+        "from dbt.adapters.icetime import schemas\n"
+        "from dbt.adapters.icetime.credentials import IcetimeCredentials\n"
+        "from dbt.contracts.project import Configuration, Project\n"
+        "print([schemas.key(c) for c in (IcetimeCredentials, Project, Configuration)])"
     )
-    assert profile_schema.key(IcetimeCredentials) != base
+    keys = {python(code) for _ in range(2)}
+    assert len(keys) == 1, keys
 
 
 def test_a_subclass_schema_is_its_own(schema_cache: Path) -> None:
     """A subclass's schema has its own fields: never the base class's kept copy."""
     IcetimeCredentials.json_schema()
     schema = _WithOneMore.json_schema()
-    assert "extra" in schema["properties"] and schema == _WithOneMore.built_json_schema()
+    assert "extra" in schema["properties"] and schema == schemas.built(_WithOneMore)
     assert len(list(schema_cache.iterdir())) == 2
 
 
 def test_an_unreadable_kept_schema_is_built_again(schema_cache: Path) -> None:
-    kept = schema_cache / f"profile-schema-{profile_schema.key(IcetimeCredentials)}.json"
+    kept = kept_file(schema_cache, IcetimeCredentials)
     schema_cache.mkdir(parents=True)
     kept.write_text('{"type": "obj')  # a torn or damaged file
-    assert IcetimeCredentials.json_schema() == IcetimeCredentials.built_json_schema()
-    assert json.loads(kept.read_text()) == IcetimeCredentials.built_json_schema()
+    assert IcetimeCredentials.json_schema() == schemas.built(IcetimeCredentials)
+    assert json.loads(kept.read_text()) == schemas.built(IcetimeCredentials)
 
 
 def test_a_cache_that_cannot_be_written_is_passed_over(
@@ -199,9 +214,9 @@ def test_a_cache_that_cannot_be_written_is_passed_over(
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # icetime/ cannot be made under a file
-    profile_schema.kept.cache_clear()
+    schemas.kept.cache_clear()
     try:
-        assert IcetimeCredentials.json_schema() == IcetimeCredentials.built_json_schema()
+        assert IcetimeCredentials.json_schema() == schemas.built(IcetimeCredentials)
     finally:
-        profile_schema.kept.cache_clear()
+        schemas.kept.cache_clear()
     assert list(tmp_path.iterdir()) == [blocked]  # no part file left behind

@@ -12,7 +12,7 @@ from typing import Any
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.icetime import errors, profile_schema
+from dbt.adapters.icetime import errors, schemas
 
 CATALOG_TYPES = ("sqlite", "postgres", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
@@ -112,14 +112,8 @@ class IcetimeCredentials(SparkCredentials):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:  # type: ignore[override]  # dbt's is lru_cache'd
         """The JSON schema dbt checks the profile against, as dbt builds it; built once per
-        machine and kept (profile_schema.py), since building it takes about 50 ms."""
-        return profile_schema.kept(cls, cls.built_json_schema)
-
-    @classmethod
-    def built_json_schema(cls) -> dict[str, Any]:
-        """The schema as dbt builds it."""
-        built: dict[str, Any] = super().json_schema()
-        return built
+        machine and kept (schemas.py), since building it takes about 50 ms."""
+        return schemas.kept(cls)
 
     @property
     def type(self) -> str:

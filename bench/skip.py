@@ -6,7 +6,8 @@ two staging views joined row by row); 20 marts, each joining two intermediate ta
 `dbt run` is a fresh process, as a scheduler starts it.
 
 1. Nothing changed: `dbt run --vars '{skip_unchanged: true}'` against `dbt run` (every model
-   rebuilt), alternating, REPEAT times each (target: at least 10x faster).
+   rebuilt), alternating, REPEAT times each, after one run of each kind that parses the
+   project in full (target: at least 10x faster).
 2. One source changed: a row lands in source s0, then the skipping run; the models it built
    are compared with s0's descendants in dbt's manifest (target: exactly those).
 3. The decision per skipped model: the `execute` phase of each no-op model in run 1's
@@ -174,6 +175,9 @@ def main() -> None:
     project = Project(write_project(options.rows, options.join))
     project.dbt("run-operation", "bench_setup")
     project.dbt("run")  # every table exists and carries its build record
+    # The skipping runs' first parse of the project, as the run above was the rebuilds': each
+    # kind of run then parses partially, as a scheduled job does every night after its first.
+    project.dbt(*SKIPPING)
 
     # 1. Nothing changed: skipping against rebuilding everything.
     full, skipped, decisions = [], [], []

@@ -86,7 +86,6 @@ def run_dbt_process(
     return DbtResult(proc.returncode, proc.stdout + proc.stderr)
 
 
-# The modules a run that starts no Spark should never load (each costs 0.1-0.5 s at start).
 def python(code: str, *args: str) -> str:
     """What ``code`` prints in a fresh interpreter (this one has PySpark loaded by other tests)."""
     done = subprocess.run(
@@ -99,6 +98,7 @@ def python(code: str, *args: str) -> str:
     return done.stdout.strip()
 
 
+# The modules a run that starts no Spark should never load (each costs 0.1-0.5 s at start).
 HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
 
 

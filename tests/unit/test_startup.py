@@ -46,9 +46,10 @@ def test_the_dbt_command_keeps_dbts_project_schemas(
         "sys.argv[0] = sys.argv[1]\n"
         "import dbt.cli.main, dbt.adapters.icetime\n"
         "from dbt.adapters.icetime import schemas\n"
-        "from dbt.contracts.project import Project\n"
+        "from dbt.contracts.project import Configuration, Project\n"
         "from dbt_common.dataclass_schema import ValidationError\n"
         "assert Project.json_schema() == schemas.built(Project)\n"
+        "assert Configuration.json_schema() == schemas.built(Configuration)\n"
         "try:\n"
         "    Project.validate({'name': 'p', 'version': '1', 'config-version': 'two'})\n"
         "except ValidationError as e:\n"
@@ -59,4 +60,4 @@ def test_the_dbt_command_keeps_dbts_project_schemas(
     assert python(code, "/usr/local/bin/dbt") == rejected
     assert rejected.startswith("'two' is not"), rejected
     kept = sorted(p.name.split("-")[1] for p in (tmp_path / "icetime").iterdir())
-    assert kept == ["Project"], kept
+    assert kept == ["Configuration", "Project"], kept

@@ -100,17 +100,18 @@ def _keep(path: Path, schema: dict[str, Any]) -> None:
 
 
 def keep_project_schemas() -> None:
-    """dbt-core's contracts for ``dbt_project.yml``, ``packages.yml``, ``selectors.yml`` and the
-    run's configuration take their schemas from ``kept``. A class this dbt does not have, or
-    one that builds its schema its own way, is left as it is."""
+    """dbt-core's contracts for ``dbt_project.yml``, ``packages.yml`` and ``selectors.yml`` take
+    their schemas from ``kept``, and so does the run's configuration (``Configuration``, a
+    ``Project``). A class this dbt does not have, or one that builds its schema its own way, is
+    left as it is."""
     try:
-        from dbt.contracts.project import Configuration, PackageConfig, Project
+        from dbt.contracts.project import PackageConfig, Project
         from dbt.contracts.selection import SelectorFile
         from dbt_common.dataclass_schema import dbtClassMixin
     except ImportError:
         return
     dbts = vars(dbtClassMixin)["json_schema"].__func__
-    for cls in (Project, Configuration, PackageConfig, SelectorFile):
+    for cls in (Project, PackageConfig, SelectorFile):
         if getattr(cls.json_schema, "__func__", None) is dbts:
             cls.json_schema = classmethod(_kept_json_schema)  # type: ignore[assignment,method-assign]
 

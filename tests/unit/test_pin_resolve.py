@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.icetime.errors import PinError
-from dbt.adapters.icetime.metadata.model import Ref, Snapshot, TableMetadata
+from dbt.adapters.icetime.metadata.model import Ref, Snapshot, SnapshotLogEntry, TableMetadata
 from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp
-from dbt.adapters.icetime.metadata.resolve import Archive, ArchivedSnapshot, resolve
+from dbt.adapters.icetime.metadata.resolve import (
+    Archive,
+    ArchivedHistory,
+    ArchivedSnapshot,
+    resolve,
+)
 from tests.support import synthetic_table as table
 
 NOW = 10_000
@@ -77,14 +82,22 @@ def test_empty_table_has_nothing_to_pin() -> None:
 
 def expired_middle() -> tuple[TableMetadata, Archive]:
     """Snapshot 1 is kept by a tag; 2 and 3 expired (archived); 4 and 5 are live. Expiry
-    trimmed the snapshot log to 4 and 5."""
+    trimmed the snapshot log to 4 and 5, after capturing it whole."""
     live = tuple(
         Snapshot(i, parent, i, i * 1000, f"m{i}.avro", 0)
         for i, parent in ((1, None), (4, 3), (5, 4))
     )
     meta = table([(4, 4000), (5, 5000)], snapshots=live)
-    archived = [ArchivedSnapshot(2, 1, 2000), ArchivedSnapshot(3, 2, 3000)]
+    archived = ArchivedHistory(
+        [ArchivedSnapshot(2, 1, 2000), ArchivedSnapshot(3, 2, 3000)],
+        [log(1, 1000, 2, 2000, 3, 3000, 4, 4000, 5, 5000)],
+    )
     return meta, lambda _: archived
+
+
+def log(*pairs: int) -> list[SnapshotLogEntry]:
+    """Log entries from (snapshot, made current at) pairs, flattened."""
+    return [SnapshotLogEntry(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
 
 
 def test_timestamp_before_the_trimmed_log_reaches_a_kept_snapshot() -> None:
@@ -115,7 +128,60 @@ def test_timestamp_before_all_history_says_what_is_retained() -> None:
     assert (
         "The oldest retained snapshot of icetime.raw.t is 1 at 1970-01-01T00:00:01.000Z" in message
     )
-    # Without the archive the chain breaks at 3: nothing older can be told apart.
+    # Without the archive nothing before the trimmed log can be told.
     meta, _ = expired_middle()
     with pytest.raises(PinError, match="expired or never existed"):
         resolve(meta, AtTimestamp(1500), NOW)
+
+
+def restored_then_expired() -> tuple[TableMetadata, Archive]:
+    """Good snapshot 1 (1000), bad change 2 (2000), restored to 1 at 3000, then 2 expired:
+    Iceberg trims the log to the restore's entry, 1 at 3000."""
+    live = (Snapshot(1, None, 1, 1000, "m1.avro", 0),)
+    meta = table([(1, 3000)], snapshots=live)
+    archived = ArchivedHistory([ArchivedSnapshot(2, 1, 2000)], [log(1, 1000, 2, 2000, 1, 3000)])
+    return meta, lambda _: archived
+
+
+def test_a_restore_then_an_expiry_never_reads_the_restored_to_snapshot_for_the_bad_one() -> None:
+    meta, archive = restored_then_expired()
+    # While the bad change was current, the replay names it and refuses; it never reads 1.
+    with pytest.raises(PinError, match="snapshot 2, committed at 1970-01-01T00:00:02.000Z"):
+        resolve(meta, AtTimestamp(2500), NOW, archive)
+    assert resolve(meta, AtTimestamp(1500), NOW, archive).snapshot_id == 1
+    assert resolve(meta, AtTimestamp(3500), NOW, archive).snapshot_id == 1
+    # Lineage alone (no capture of the log) would say 1 at 2500: that is refused instead.
+    with pytest.raises(PinError, match="expired or never existed"):
+        resolve(meta, AtTimestamp(2500), NOW, lambda _: ArchivedHistory())
+
+
+def test_a_stretch_of_log_no_capture_covers_is_refused_as_unknowable() -> None:
+    # icetime captured 1..3; then an expiry icetime did not make trimmed the log past 4 at 4000
+    # (entries at 4000 and 5000 lost, 6 at 6000 is the oldest left).
+    live = tuple(Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 6))
+    meta = table([(6, 6000)], snapshots=live)
+    archived = ArchivedHistory([], [log(1, 1000, 2, 2000, 3, 3000)])
+    message = ""
+    with pytest.raises(PinError) as raised:
+        resolve(meta, AtTimestamp(4500), NOW, lambda _: archived)
+    message = str(raised.value)
+    assert "cannot be known exactly" in message
+    assert "before 1970-01-01T00:00:06.000Z was trimmed" in message
+    # Inside the capture, the answer is exact; 1 is live (kept by a tag, say).
+    assert resolve(meta, AtTimestamp(1500), NOW, lambda _: archived).snapshot_id == 1
+    # A capture's last entry starts a stretch the capture does not reach past.
+    with pytest.raises(PinError, match="cannot be known exactly"):
+        resolve(meta, AtTimestamp(3500), NOW, lambda _: archived)
+
+
+def test_captures_that_overlap_join_into_one_log() -> None:
+    # Two expiries: the first captured 1..3 and kept 3's entry; the second captured 3..5.
+    live = tuple(Snapshot(i, i - 1 or None, i, i * 1000, f"m{i}.avro", 0) for i in (1, 5))
+    meta = table([(5, 5000)], snapshots=live)
+    archived = ArchivedHistory(
+        [ArchivedSnapshot(i, i - 1, i * 1000) for i in (2, 3, 4)],
+        [log(1, 1000, 2, 2000, 3, 3000), log(3, 3000, 4, 4000, 5, 5000)],
+    )
+    with pytest.raises(PinError, match="snapshot 4, committed"):
+        resolve(meta, AtTimestamp(4500), NOW, lambda _: archived)
+    assert resolve(meta, AtTimestamp(1999), NOW, lambda _: archived).snapshot_id == 1

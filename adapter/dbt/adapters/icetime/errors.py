@@ -315,6 +315,12 @@ RETAINED_SNAPSHOTS = (
     "The oldest retained snapshot of {table} is {oldest} at {oldest_at}; the newest is "
     "{newest} at {newest_at} ({count} retained)."
 )
+INSTANT_UNKNOWN = (
+    "pin_snapshot {point} for {table}: which snapshot was current then cannot be known exactly. "
+    "The table's snapshot log before {trimmed} was trimmed by an expiry that icetime did not "
+    "record (Iceberg's expire_snapshots called directly, say), so a restore or rollback there "
+    "would be invisible. Pin a snapshot id or a tag instead. {retained}"
+)
 INSTANT_EXPIRED = (
     "pin_snapshot {point} for {table}: snapshot {snapshot}, committed at {committed}, was "
     "current then, and it has expired (icetime's archive of expired snapshots records it). The "

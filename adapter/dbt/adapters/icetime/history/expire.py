@@ -6,6 +6,12 @@ commit time, operation, summary, manifest list) into the Iceberg table
 ``icetime_system.snapshot_history``, then expires exactly those snapshot ids. Rows older than
 ``keep_history`` are pruned.
 
+Iceberg's expiry also trims the head of the snapshot log (which snapshot was current when, with
+restores and rollbacks). When it will, the log as it stands is captured first, one row per
+entry, into ``icetime_system.snapshot_log_history``: a timestamp pin before today's log reads
+those captures (``metadata/resolve.py``), so a replay gives the same answer, or the same
+refusal, before and after an expiry.
+
 Kept, with the reason listed: the newest ``retain_last`` snapshots of main, every snapshot a tag
 or branch points at, and every snapshot something else holds (``retention.py``: clones' tags,
 CDF watermarks, configured pins, pins files).
@@ -19,7 +25,8 @@ from typing import Any
 
 from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.metadata import Ref, Snapshot, TableMetadata, TableName
-from dbt.adapters.icetime.metadata.resolve import ArchivedSnapshot
+from dbt.adapters.icetime.metadata.model import SnapshotLogEntry
+from dbt.adapters.icetime.metadata.resolve import ArchivedHistory, ArchivedSnapshot
 from dbt.adapters.icetime.sql import sql_literal
 
 ARCHIVE_TABLE = "snapshot_history"
@@ -34,8 +41,18 @@ ARCHIVE_FIELDS = (
     ("manifest_list", "string"),
     ("expired_at", "timestamp"),
 )
+LOG_TABLE = "snapshot_log_history"
+LOG_FIELDS = (
+    ("table_name", "string"),
+    ("table_uuid", "string"),
+    ("captured_at", "timestamp"),  # one capture: the log as one expiry found it
+    ("position", "int"),
+    ("snapshot_id", "bigint"),
+    ("made_current_at", "timestamp"),
+)
 Fetch = Callable[[str], Sequence[Sequence[Any]]]
 ARCHIVE_COLUMNS = ", ".join(f"{name} {kind}" for name, kind in ARCHIVE_FIELDS)
+LOG_COLUMNS = ", ".join(f"{name} {kind}" for name, kind in LOG_FIELDS)
 
 
 @dataclass
@@ -79,30 +96,53 @@ def plan_expiry(
 class Archive:
     def __init__(self, catalog: str | None, execute: Callable[[str], object]) -> None:
         self.name = TableName(catalog, system.NAMESPACE, ARCHIVE_TABLE)
+        self.log_name = TableName(catalog, system.NAMESPACE, LOG_TABLE)
         self.execute = execute
 
-    def snapshots_of(self, table_uuid: str, fetch: Fetch) -> list[ArchivedSnapshot]:
-        """The archived snapshots of one table; none when nothing was ever archived. An
-        archive that exists but cannot be read is an error, never "nothing archived"."""
-        try:
-            found = fetch(
-                "select snapshot_id, parent_id, unix_millis(committed_at) "
-                f"from {self.name.sql()} where table_uuid = {sql_literal(table_uuid)}"
+    def history_of(self, table_uuid: str, fetch: Fetch) -> ArchivedHistory:
+        """What was archived of one table; nothing when nothing was ever archived. An archive
+        that exists but cannot be read is an error, never "nothing archived"."""
+        where = f"where table_uuid = {sql_literal(table_uuid)}"
+        snapshots = self._read(
+            fetch,
+            self.name,
+            "select snapshot_id, parent_id, unix_millis(committed_at) "
+            f"from {self.name.sql()} {where}",
+        )
+        log = self._read(
+            fetch,
+            self.log_name,
+            "select unix_millis(captured_at), snapshot_id, unix_millis(made_current_at) "
+            f"from {self.log_name.sql()} {where} order by captured_at, position",
+        )
+        captures: dict[int, list[SnapshotLogEntry]] = {}
+        for captured, snapshot_id, made_current in log:
+            captures.setdefault(int(captured), []).append(
+                SnapshotLogEntry(int(snapshot_id), int(made_current))
             )
+        return ArchivedHistory(
+            [
+                ArchivedSnapshot(int(r[0]), None if r[1] is None else int(r[1]), int(r[2]))
+                for r in snapshots
+            ],
+            list(captures.values()),
+        )
+
+    @staticmethod
+    def _read(fetch: Fetch, table: TableName, query: str) -> Sequence[Sequence[Any]]:
+        try:
+            return fetch(query)
         except Exception as exc:
             message = str(getattr(exc, "msg", exc))
             if "TABLE_OR_VIEW_NOT_FOUND" in message or "NoSuchTableException" in message:
                 return []
             raise errors.MetadataError(
-                errors.ARCHIVE_UNREADABLE.format(archive=self.name, reason=message)
+                errors.ARCHIVE_UNREADABLE.format(archive=table, reason=message)
             ) from exc
-        return [
-            ArchivedSnapshot(int(r[0]), None if r[1] is None else int(r[1]), int(r[2]))
-            for r in found
-        ]
 
     def ensure(self) -> None:
         system.ensure_table(self.execute, self.name, ARCHIVE_COLUMNS)
+        system.ensure_table(self.execute, self.log_name, LOG_COLUMNS)
 
     def add(self, plans: Sequence[ExpiryPlan], now_ms: int) -> None:
         """Archive the expiring snapshots; ones already archived (by an expiry that failed
@@ -133,14 +173,44 @@ class Archive:
                 "on t.table_uuid = s.table_uuid and t.snapshot_id = s.snapshot_id "
                 "when not matched then insert *"
             )
+        entries = [
+            "("
+            + ", ".join(
+                (
+                    sql_literal(str(plan.table)),
+                    sql_literal(plan.metadata.table_uuid),
+                    _timestamp(now_ms),
+                    str(position),
+                    str(entry.snapshot_id),
+                    _timestamp(entry.timestamp_ms),
+                )
+            )
+            + ")"
+            for plan in plans
+            if trims_log(plan)
+            for position, entry in enumerate(plan.metadata.snapshot_log)
+        ]
+        if entries:
+            self.execute(
+                f"insert into {self.log_name.sql()} "
+                f"({', '.join(name for name, _ in LOG_FIELDS)}) values {', '.join(entries)}"
+            )
 
     def prune(self, uuids: Sequence[str], before_ms: int) -> None:
         if uuids:
             listed = ", ".join(sql_literal(u) for u in uuids)
-            self.execute(
-                f"delete from {self.name.sql()} where table_uuid in ({listed}) "
-                f"and expired_at < {_timestamp(before_ms)}"
-            )
+            for table, column in ((self.name, "expired_at"), (self.log_name, "captured_at")):
+                self.execute(
+                    f"delete from {table.sql()} where table_uuid in ({listed}) "
+                    f"and {column} < {_timestamp(before_ms)}"
+                )
+
+
+def trims_log(plan: ExpiryPlan) -> bool:
+    """Whether the expiry will trim the snapshot log: Iceberg drops the log's entries up to
+    the last one whose snapshot it removes."""
+    expiring = {s.snapshot_id for s in plan.expiring}
+    return any(entry.snapshot_id in expiring for entry in plan.metadata.snapshot_log)
 
 
 def expire(execute: Callable[[str], object], catalog: str | None, plan: ExpiryPlan) -> None:

@@ -3,7 +3,9 @@
 Timestamps follow the table's snapshot log, the record of which snapshot was made current when:
 snapshot N is current from the moment it became current up to (not including) the next entry.
 An instant equal to an entry's time resolves to that (newer) entry. Because the log records
-rollbacks as new entries, a timestamp after a rollback resolves to the snapshot rolled back to.
+rollbacks and restores as new entries, a timestamp after one resolves to the snapshot it made
+current. Expiry trims the log's head; an instant before today's log is read in the logs
+icetime's expiries captured (``ArchivedHistory``), never guessed from lineage.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.metadata.model import TableMetadata
+from dbt.adapters.icetime.metadata.model import SnapshotLogEntry, TableMetadata
 from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp, Point, format_ms
+
+
+FOREVER = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,20 @@ class ArchivedSnapshot:
     timestamp_ms: int
 
 
-# The archived snapshots of a table (icetime_system.snapshot_history), read only when needed.
-Archive = Callable[[TableMetadata], Sequence[ArchivedSnapshot]]
+@dataclass(frozen=True)
+class ArchivedHistory:
+    """What icetime's expiries kept of a table's history: the snapshots they expired, and the
+    snapshot log as each expiry found it (``captures``, oldest entry first). Iceberg trims the
+    log's head when it expires a snapshot in it; each capture is a contiguous stretch of the
+    table's whole log, so together with the log the table has now they tell which snapshot was
+    current at any instant they cover, restores and rollbacks included."""
+
+    snapshots: Sequence[ArchivedSnapshot] = ()
+    captures: Sequence[Sequence[SnapshotLogEntry]] = ()
+
+
+# What icetime archived of a table (icetime_system), read only when an instant needs it.
+Archive = Callable[[TableMetadata], ArchivedHistory]
 
 
 def resolve(
@@ -70,55 +87,88 @@ def at_instant(
     meta: TableMetadata, instant_ms: int, resolved_by: str, archive: Archive | None = None
 ) -> ResolvedPoint:
     log = meta.snapshot_log
-    times = [entry.timestamp_ms for entry in log]
-    index = bisect.bisect_right(times, instant_ms) - 1
-    if index >= 0 and meta.snapshots.has(log[index].snapshot_id):
-        entry = log[index]
-        return ResolvedPoint(meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by)
-    return _before_the_log(
-        meta, instant_ms, resolved_by, log[max(index, 0)].snapshot_id if log else None, archive
-    )
+    if log and instant_ms >= log[0].timestamp_ms:
+        entry = _current_at(log, instant_ms)
+        if entry is not None and meta.snapshots.has(entry.snapshot_id):
+            return ResolvedPoint(meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by)
+    history = archive(meta) if archive is not None else ArchivedHistory()
+    return _before_the_log(meta, instant_ms, resolved_by, history)
+
+
+def _current_at(log: Sequence[SnapshotLogEntry], instant_ms: int) -> SnapshotLogEntry | None:
+    """The log's entry current at the instant: the last one made current at or before it."""
+    index = bisect.bisect_right([entry.timestamp_ms for entry in log], instant_ms) - 1
+    return log[index] if index >= 0 else None
 
 
 def _before_the_log(
-    meta: TableMetadata,
-    instant_ms: int,
-    resolved_by: str,
-    start: int | None,
-    archive: Archive | None,
+    meta: TableMetadata, instant_ms: int, resolved_by: str, history: ArchivedHistory
 ) -> ResolvedPoint:
-    """The instant is older than the snapshot log, which expiry trims: follow main's lineage
-    back through the retained snapshots and the archived ones (commit times) instead. A
-    retained snapshot (kept by a tag or a pins file) current then is the answer; an expired one
-    is an error that names it and the nearest retained snapshots."""
-    archived = {a.snapshot_id: a for a in (archive(meta) if archive is not None else ())}
-    current = start if start is not None else meta.current_snapshot_id
-    seen: set[int] = set()
-    while current is not None and current not in seen:
-        seen.add(current)
-        live = meta.snapshot(current)
-        gone = archived.get(current)
-        committed = live.timestamp_ms if live else gone.timestamp_ms if gone else None
-        if committed is None:
-            break
-        if committed <= instant_ms:
-            if live is not None:
-                return ResolvedPoint(meta.identifier, current, committed, resolved_by)
-            raise errors.PinError(
-                errors.INSTANT_EXPIRED.format(
-                    point=resolved_by,
-                    table=meta.identifier,
-                    snapshot=current,
-                    committed=format_ms(committed),
-                    nearest=_nearest(meta, instant_ms),
-                )
+    """The instant is older than the snapshot log, which expiry trims: read it in the logs
+    icetime's expiries captured, joined to today's. The entry current then decides: a retained
+    snapshot (kept by a tag or a pins file) is the answer, an expired one is refused by name.
+    An instant that falls where no capture reaches (an expiry icetime did not make trimmed the
+    log there) is refused: the snapshot current then cannot be known exactly."""
+    log = meta.snapshot_log
+    entries = _joined(history.captures, log)
+    entry = _current_at(entries, instant_ms)
+    if entry is None:
+        raise errors.PinError(
+            errors.INSTANT_NOT_RETAINED.format(
+                point=resolved_by, table=meta.identifier, retained=_retained(meta)
             )
-        current = live.parent_id if live else gone.parent_id if gone else None
+        )
+    windows = [(c[0].timestamp_ms, c[-1].timestamp_ms) for c in history.captures if c]
+    if log:
+        windows.append((log[0].timestamp_ms, FOREVER))  # today's log runs on to now
+    if not _covered(windows, entry.timestamp_ms, instant_ms):
+        raise errors.PinError(
+            errors.INSTANT_UNKNOWN.format(
+                point=resolved_by,
+                table=meta.identifier,
+                trimmed=format_ms(log[0].timestamp_ms) if log else "its last entry",
+                retained=_retained(meta),
+            )
+        )
+    live = meta.snapshot(entry.snapshot_id)
+    if live is not None:
+        return ResolvedPoint(meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by)
+    archived = {a.snapshot_id: a for a in history.snapshots}.get(entry.snapshot_id)
+    committed = archived.timestamp_ms if archived is not None else entry.timestamp_ms
     raise errors.PinError(
-        errors.INSTANT_NOT_RETAINED.format(
-            point=resolved_by, table=meta.identifier, retained=_retained(meta)
+        errors.INSTANT_EXPIRED.format(
+            point=resolved_by,
+            table=meta.identifier,
+            snapshot=entry.snapshot_id,
+            committed=format_ms(committed),
+            nearest=_nearest(meta, instant_ms),
         )
     )
+
+
+def _joined(
+    captures: Sequence[Sequence[SnapshotLogEntry]], log: Sequence[SnapshotLogEntry]
+) -> list[SnapshotLogEntry]:
+    """One log from overlapping stretches of it: each entry once, in time order."""
+    seen: dict[tuple[int, int], SnapshotLogEntry] = {}
+    for stretch in (*captures, log):
+        for entry in stretch:
+            seen.setdefault((entry.snapshot_id, entry.timestamp_ms), entry)
+    return sorted(seen.values(), key=lambda e: e.timestamp_ms)
+
+
+def _covered(windows: Sequence[tuple[int, int]], start_ms: int, end_ms: int) -> bool:
+    """Whether the known stretches of the log leave no gap from ``start_ms`` to ``end_ms``."""
+    reach: int | None = None
+    for low, high in sorted(windows):
+        if reach is None:
+            if low <= start_ms <= high:
+                reach = high
+        elif low <= reach:
+            reach = max(reach, high)
+        else:
+            break
+    return reach is not None and reach >= end_ms
 
 
 def _nearest(meta: TableMetadata, instant_ms: int) -> str:

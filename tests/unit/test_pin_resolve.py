@@ -146,7 +146,7 @@ def restored_then_expired() -> tuple[TableMetadata, Archive]:
 def test_a_restore_then_an_expiry_never_reads_the_restored_to_snapshot_for_the_bad_one() -> None:
     meta, archive = restored_then_expired()
     # While the bad change was current, the replay names it and refuses; it never reads 1.
-    with pytest.raises(PinError, match="snapshot 2, committed at 1970-01-01T00:00:02.000Z"):
+    with pytest.raises(PinError, match=r"snapshot 2, committed at 1970-01-01T00:00:02\.000Z"):
         resolve(meta, AtTimestamp(2500), NOW, archive)
     assert resolve(meta, AtTimestamp(1500), NOW, archive).snapshot_id == 1
     assert resolve(meta, AtTimestamp(3500), NOW, archive).snapshot_id == 1

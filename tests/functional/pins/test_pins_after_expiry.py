@@ -151,7 +151,10 @@ class History:
     def step(self) -> None:
         current = current_snapshot(self.project)
         ids = self.rows[current]
-        live = [int(r[0]) for r in sql(self.project, "select snapshot_id from {s}.events.snapshots", "all")]
+        live = [
+            int(r[0])
+            for r in sql(self.project, "select snapshot_id from {s}.events.snapshots", "all")
+        ]
         older = [s for s in live if s != current and s in self.rows]
         kind = self.rng.choice(
             ["insert", "insert", "delete", "restore", "rollback", "tag", "expire", "expire"]

@@ -18,7 +18,6 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.metadata.model import SnapshotLogEntry, TableMetadata
 from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp, Point, format_ms
 
-
 FOREVER = 2**63 - 1
 
 
@@ -90,7 +89,9 @@ def at_instant(
     if log and instant_ms >= log[0].timestamp_ms:
         entry = _current_at(log, instant_ms)
         if entry is not None and meta.snapshots.has(entry.snapshot_id):
-            return ResolvedPoint(meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by)
+            return ResolvedPoint(
+                meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by
+            )
     history = archive(meta) if archive is not None else ArchivedHistory()
     return _before_the_log(meta, instant_ms, resolved_by, history)
 

@@ -13,6 +13,7 @@ from dbt.adapters.icetime.cdf.plan import (
     APPEND,
     COMPACTION,
     DIFF,
+    REPLACED,
     ChangeRange,
     HistoryGap,
     Watermark,
@@ -84,6 +85,22 @@ def test_gaps(metadata: TableMetadata, watermark: Watermark, reason: str) -> Non
     planned = plan_range(metadata, watermark, metadata.current_snapshot_id)
     assert isinstance(planned, HistoryGap)
     assert reason in planned.reason
+
+
+def test_a_rebuild_after_the_watermark_is_one_change_against_the_watermark() -> None:
+    # 1 <- 2 (watermark), then CREATE OR REPLACE made 3 (no parent), and 4 appended to it.
+    rebuilt = table(snap(1, None, "append"), snap(2, 1, "append"), snap(3, None, "append"))
+    rebuilt = table(*rebuilt.snapshots, snap(4, 3, "append"))
+    planned = plan_range(rebuilt, Watermark(UUID, 2), 4)
+    assert isinstance(planned, ChangeRange)
+    assert [(c.snapshot_id, c.parent_id, c.kind) for c in planned.commits] == [
+        (3, 2, REPLACED),
+        (4, 3, APPEND),
+    ]
+    # A root older than the watermark is the table's first lineage: a restore went past it.
+    restored = table(snap(1, None, "append"), snap(2, 1, "append"), current=1)
+    gap = plan_range(restored, Watermark(UUID, 2), 1)
+    assert isinstance(gap, HistoryGap) and "restored or rolled back" in gap.reason
 
 
 def test_state_round_trip_and_damage() -> None:

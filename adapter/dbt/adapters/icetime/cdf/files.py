@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.icetime.cdf.changes import ORD, SIGN
-from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, ChangeRange, Commit
+from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, REPLACED, ChangeRange, Commit
 from dbt.adapters.icetime.cdf.values import column_list, inline_rows
 
 FILE_PATH_FIELD_ID = 2147483546  # a position delete file's file_path column
@@ -90,13 +90,16 @@ class UpstreamFiles:
             if commit.kind == APPEND:  # only added data files: nothing was before
                 touched = [(e.file_path, None, FileScanTask(e)) for e in entries]
             else:
-                paths = set()
-                for entry in entries:
-                    paths |= self._covers(entry)
                 before, after = self._tasks(commit.parent_id), self._tasks(commit.snapshot_id)
                 if before is None or after is None:
                     plan.whole.append(commit)
                     continue
+                if commit.kind == REPLACED:  # a new lineage: every file that differs
+                    paths = {p for p in before.keys() | after.keys() if _differs(p, before, after)}
+                else:
+                    paths = set()
+                    for entry in entries:
+                        paths |= self._covers(entry)
                 touched = [
                     (path, before.get(path), after.get(path))
                     for path in sorted(paths)
@@ -221,6 +224,15 @@ class UpstreamFiles:
                     raise
                 self._plans[snapshot_id] = None
         return self._plans[snapshot_id]
+
+
+def _differs(path: str, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a data file reads differently on the two sides: on one side only, or with other
+    delete files."""
+    old, new = before.get(path), after.get(path)
+    if old is None or new is None:
+        return True
+    return {d.file_path for d in old.delete_files} != {d.file_path for d in new.delete_files}
 
 
 @dataclass(frozen=True)

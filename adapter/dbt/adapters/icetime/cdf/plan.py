@@ -7,9 +7,14 @@ classified; none is skipped silently:
 - ``append`` commits add data files and no delete files: their rows are all inserts;
 - ``compaction`` commits (Iceberg's ``replace``) rewrite files without changing rows: no changes;
 - everything else (``overwrite``, ``delete``, appends carrying delete files, or a snapshot
-  without a summary) is diffed: rows before and after, over the files the commit touched.
+  without a summary) is diffed: rows before and after, over the files the commit touched;
+- a ``replaced`` commit starts a new lineage after the watermark: the table was rebuilt by
+  ``CREATE OR REPLACE`` (a dbt ``table`` model's every run). Its first snapshot has no parent;
+  it is diffed against the watermark's snapshot, over every file of either side, so the rebuild
+  reads as exactly the rows it changed.
 
-A range that cannot be walked is a history gap, never an empty range.
+A range that cannot be walked (the watermark expired, or a restore or rollback took the table
+past it) is a history gap, never an empty range.
 
 A history snapshot (``strategy: iceberg_history``) reads a *history* on its first run instead of
 the rows at the pin: the rows of a base snapshot (the oldest retained one, or the one current at
@@ -32,11 +37,13 @@ class CommitKind(StrEnum):
     APPEND = "append"  # only added rows: read the added files
     COMPACTION = "compaction"  # no row changed: read nothing
     DIFF = "diff"  # anything else: rows before and after, over the files it touched
+    REPLACED = "replaced"  # a rebuild's new lineage: the watermark's rows against its rows
 
 
 APPEND = CommitKind.APPEND
 COMPACTION = CommitKind.COMPACTION
 DIFF = CommitKind.DIFF
+REPLACED = CommitKind.REPLACED
 
 
 @dataclass(frozen=True)
@@ -118,10 +125,13 @@ def plan_range(
     chain: list[Snapshot] = []
     for snapshot in metadata.ancestors(to_snapshot):
         if snapshot.snapshot_id == watermark.snapshot_id:
+            rebuilt = False
             break
         chain.append(snapshot)
     else:
-        return gap(_not_reached(metadata, watermark, to_snapshot))
+        rebuilt = _replaced_after(metadata, watermark, chain)
+        if not rebuilt:
+            return gap(_not_reached(metadata, watermark, to_snapshot))
     commits = tuple(
         Commit(
             ordinal=i,
@@ -129,7 +139,7 @@ def plan_range(
             parent_id=s.parent_id if s.parent_id is not None else watermark.snapshot_id,
             timestamp_ms=s.timestamp_ms,
             operation=s.operation or "unknown",
-            kind=classify(s),
+            kind=REPLACED if rebuilt and i == 0 else classify(s),
         )
         for i, s in enumerate(reversed(chain))
     )
@@ -192,6 +202,18 @@ def classify(snapshot: Snapshot) -> CommitKind:
     if snapshot.operation == Operation.APPEND and snapshot.delete_files_changed == 0:
         return APPEND
     return DIFF
+
+
+def _replaced_after(metadata: TableMetadata, watermark: Watermark, chain: list[Snapshot]) -> bool:
+    """Whether the walk back from the pinned snapshot ended at a lineage that a rebuild
+    (``CREATE OR REPLACE``) started after the watermark: a root snapshot committed after it.
+    A root committed before it is the table's first lineage: a restore went past the watermark.
+    """
+    marked = metadata.snapshot(watermark.snapshot_id)
+    if not chain or marked is None:
+        return False
+    root = chain[-1]
+    return root.parent_id is None and root.timestamp_ms >= marked.timestamp_ms
 
 
 def _not_reached(metadata: TableMetadata, watermark: Watermark, to_snapshot: int) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime import errors, properties
+from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.decide import Candidate, decide
 from dbt.adapters.icetime.builds.fingerprint import canonical_sql, fingerprint, sql_digest
 from dbt.adapters.icetime.builds.plan import build_order, plan, selection
@@ -340,3 +341,38 @@ def test_a_bad_selection_names_the_value(value: Any) -> None:
     with pytest.raises(errors.ConfigurationError, match="is not accepted"):
         selection(value)
     assert selection("a +b") == ["a", "+b"] and selection(None) == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "call"),
+    [
+        ("select current_timestamp() as t", "current_timestamp()"),
+        ("select CURRENT_DATE as d", "current_date"),
+        ("select now ( ) as t", "now()"),
+        ("select * from t where rand() < 0.1", "rand()"),
+        ("select uuid() as id", "uuid()"),
+        ("select unix_timestamp() as s", "unix_timestamp()"),
+        ("select date_add(current_date(), 1), rand()", "current_date()"),
+        ("select unix_timestamp(ts) as s from t", None),  # of a column: stable
+        ("select 'now()' as note, \"rand()\" as other from t", None),
+        ("select a -- current_date\nfrom t /* rand() */", None),
+        ("select `now` from t", None),
+        ("select t.current_date_key, now_playing(x) from t", None),
+        ("select random_id from t", None),
+    ],
+)
+def test_volatile_calls_are_found_in_code_only(sql: str, call: str | None) -> None:
+    assert volatile.volatile_call(sql) == call
+
+
+def test_the_volatile_config_overrides_detection_and_is_checked() -> None:
+    sql = "select current_date() as d"
+    assert volatile.why_volatile(sql, {"volatile": False}, "model.p.m") is None
+    assert volatile.why_volatile("select 1", {"volatile": True}, "model.p.m") == (
+        "it is configured volatile: true"
+    )
+    found = volatile.why_volatile(sql, {}, "model.p.m")
+    assert found is not None and found.startswith("its SQL calls current_date()")
+    with pytest.raises(errors.ConfigurationError) as raised:
+        volatile.why_volatile(sql, {"volatile": "maybe"}, "model.p.m")
+    assert "config 'volatile' has the value 'maybe'; accepted: true or false" in str(raised.value)

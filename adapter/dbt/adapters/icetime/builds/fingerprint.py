@@ -37,6 +37,7 @@ INERT_CONFIGS = frozenset(
         "schema",
         "skip_unchanged",
         "tags",
+        "volatile",
     }
 )
 

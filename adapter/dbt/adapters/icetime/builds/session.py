@@ -24,6 +24,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import args, errors, faults
+from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
 from dbt.adapters.icetime.builds.fingerprint import fingerprint, sql_digest
 from dbt.adapters.icetime.builds.record import (
@@ -114,6 +115,7 @@ class BuildSession:
             config = (nodes.get(uid) or {}).get("config") or {}
             if config.get(SKIP_VAR) is not None:
                 _flag(config[SKIP_VAR], f"the config of {uid}")
+            volatile.declared(config, uid)
 
     def wanted(self, node: Any) -> bool:
         """Whether ``skip_unchanged`` is on for ``node``: --vars, else its config, else the
@@ -194,6 +196,9 @@ class BuildSession:
             return "--full-refresh"
         if self.branch_run:
             return "a branch run builds every model"
+        if getattr(node.config, "materialized", None) != "view":  # a view reads at query time
+            sql = getattr(node, "compiled_code", None) or ""
+            return volatile.why_volatile(sql, node.config, node.unique_id)
         return None
 
     def _decide(self, node: Any, candidate: Candidate | None) -> Decision:

@@ -65,6 +65,8 @@ class SparkDataTypes:
             ["array('a', 'b', 'c')", "array<string>", "array<string>"],
             ["array(1, 2, 3)", "array<int>", "array<int>"],
             ["cast(1 as decimal(10, 2))", "decimal(10,2)", "decimal(10,2)"],
+            # dbt-spark's own row: a contract `decimal` without precision takes any.
+            ["16.45", "decimal", "decimal(4,2)"],
         ]
 
 

@@ -61,3 +61,39 @@ from (
   {%- endset -%}
   {{ return(guarded) }}
 {%- endmacro %}
+
+
+{% macro icetime__get_assert_columns_equivalent(sql) -%}
+  {#- dbt's contract check (names, order-free; count; types), with one difference: a contract
+      type without parameters (`decimal`, `numeric`, `dec`) accepts its type at any precision
+      and scale, as it does on dbt's other adapters. Spark would read a bare `decimal` as
+      decimal(10,0) and refuse a decimal(4,2) column. A type with parameters still has to
+      match exactly. -#}
+  {%- set declared_columns = model['columns'] -%}
+  {%- if not declared_columns -%}
+    {{ exceptions.raise_contract_error([], []) }}
+  {%- endif -%}
+  {%- set sql_columns = format_columns(get_column_schema_from_query(sql, config.get('sql_header', none))) -%}
+  {%- set yaml_columns = format_columns(get_column_schema_from_query(get_empty_schema_sql(declared_columns))) -%}
+  {%- if sql_columns | length != yaml_columns | length -%}
+    {%- do exceptions.raise_contract_error(yaml_columns, sql_columns) -%}
+  {%- endif -%}
+  {%- set declared_types = {} -%}
+  {%- for name, column in declared_columns.items() -%}
+    {%- do declared_types.update({name | lower: (column.get('data_type') or '') | lower | trim}) -%}
+  {%- endfor -%}
+  {%- set yaml_by_name = {} -%}
+  {%- for column in yaml_columns -%}{%- do yaml_by_name.update({column['name'] | lower: column}) -%}{%- endfor -%}
+  {%- for sql_col in sql_columns -%}
+    {%- set yaml_col = yaml_by_name.get(sql_col['name'] | lower) -%}
+    {%- if yaml_col is none -%}
+      {%- do exceptions.raise_contract_error(yaml_columns, sql_columns) -%}
+    {%- endif -%}
+    {%- set sql_type = sql_col['data_type'] | lower -%}
+    {%- set any_precision = declared_types.get(sql_col['name'] | lower) in ('decimal', 'numeric', 'dec')
+          and sql_type.startswith('decimal') -%}
+    {%- if not any_precision and sql_col['formatted'] != yaml_col['formatted'] -%}
+      {%- do exceptions.raise_contract_error(yaml_columns, sql_columns) -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endmacro %}

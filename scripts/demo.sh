@@ -78,6 +78,10 @@ step "Active objects (CDF merge) and per-orbit counts (CDF recompute), equal to 
 step "Pull-request environment: zero-copy clones of every raw and analytics table (views
    recreated against them) in raw__pr_42 and analytics__pr_42, living 2 hours" \
   "dbt run-operation icetime.create_environment --args '{env: pr_42, ttl: 2h, from_schema: [raw, analytics], owner: demo}'"
+step "A pull-request run beside it, deferring to production (--defer --state): its sources are the
+   environment's clones (raw__pr_42, production's snapshots), so each unchanged table is
+   production's build, cloned zero-copy, and only the views are made anew" \
+  "mkdir -p target/prod_state && cp target/manifest.json target/prod_state/ && dbt run --target pr_43 --vars '{raw_schema: raw__pr_42, skip_unchanged: true}' --defer --state target/prod_state"
 step "Change the environment: land batch 4 in its raw clones and rebuild its models there" \
   "dbt run-operation ingest_batch --args '{batch: 4}' --vars '{raw_schema: raw__pr_42}' && dbt run --target pr_42 --vars '{raw_schema: raw__pr_42}'"
 step "Production did not move; the environment did" \

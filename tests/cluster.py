@@ -403,7 +403,12 @@ def write_profiles(
 
 # The demo project's profile and targets (integration_tests/profiles.yml), on the cluster.
 DEMO_PROFILES = {
-    "icetime_demo": {"dev": "analytics", "replay": "analytics_replay", "pr_42": "analytics__pr_42"}
+    "icetime_demo": {
+        "dev": "analytics",
+        "replay": "analytics_replay",
+        "pr_42": "analytics__pr_42",
+        "pr_43": "analytics__pr_43",
+    }
 }
 
 

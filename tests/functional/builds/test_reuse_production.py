@@ -131,3 +131,74 @@ class TestReuseProduction(PackageProject):
             "event_counts",
         }
         assert rows(project, f"select kind, n from icetime.{env_schema}.event_counts") == [("a", 2)]
+
+
+class TestReuseThroughViewsWithTemplatedSources(PackageProject):
+    """The README's layout: staging views, and sources whose schema is templated per
+    environment (``raw__<env>``). A view's SQL in an environment differs from production's only
+    by schema names, and the sources are clones of production's at the same snapshots: the
+    models over them are the same build, so they are skipped or cloned, not rebuilt."""
+
+    @pytest.fixture(autouse=True)
+    def clean_environments(self, project: Any) -> Any:
+        yield
+        drop_environments(project)
+
+    @pytest.fixture(scope="class")
+    def models(self, unique_schema: str) -> dict[str, str]:
+        sources = raw_sources("events", "devices").replace(
+            "{{ target.schema }}", f"{{{{ var('raw', '{unique_schema}') }}}}"
+        )
+        return {
+            "sources.yml": sources,
+            "stg_events.sql": (
+                "{{ config(materialized='view') }}\n"
+                "select id, kind from {{ source('raw', 'events') }}"
+            ),
+            "event_counts.sql": COUNTS,
+            "devices_t.sql": MODELS["devices_t.sql"],
+        }
+
+    @pytest.fixture(scope="class")
+    def profiles_config_update(
+        self, dbt_profile_target: dict[str, Any], unique_schema: str
+    ) -> dict[str, Any]:
+        return with_targets(dbt_profile_target, unique_schema, pr="_pr", e2="__e2")
+
+    def test_models_over_views_and_cloned_sources_are_reused(self, project: Any) -> None:
+        install_package(project)
+        sql(project, "create table {s}.events (id bigint, kind string) using iceberg")
+        sql(project, "create table {s}.devices (id bigint, name string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b'), (3, 'a')")
+        sql(project, "insert into {s}.devices values (1, 'radar')")
+        run_dbt(["run"])
+        state = Path(project.project_root, "prod_state")
+        shutil.copytree(Path(project.project_root, "target"), state)
+        env_schema = f"{project.test_schema}__e2"
+        operation(
+            "create_environment",
+            {"env": "e2", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
+        )
+
+        # In the environment (its sources are the clones): nothing to build.
+        in_env = ["run", "--target", "e2", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}"]
+        results = run_dbt(in_env)
+        assert {r.node.name: str(r.status) for r in results} == dict.fromkeys(
+            ("stg_events", "event_counts", "devices_t"), "no-op"
+        ), [r.message for r in results]
+
+        # A pull-request target over the same clones, deferring to production: the view is
+        # made there (its SQL names the clones), the tables are cloned from production.
+        pr_run = [
+            "run", "--target", "pr", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}",
+            "--defer", "--state", str(state),
+        ]  # fmt: skip
+        results, output = run_dbt_and_capture(pr_run)
+        cloned = {r.node.name for r in results if str(r.message).startswith("CLONE of")}
+        assert cloned == {"event_counts", "devices_t"}, [r.message for r in results]
+        assert "2 cloned from production, 1 built" in output, output
+        pr = f"{project.test_schema}_pr"
+        assert rows(project, f"select kind, n from icetime.{pr}.event_counts") == [
+            ("a", 2),
+            ("b", 1),
+        ]

@@ -589,6 +589,8 @@ class IcetimeAdapter(SparkAdapter):
         """The invocation is over: drop what its CDF runs staged, then the connections."""
         if self._cdf is not None:
             self._cdf.cleanup()
+        if self._builds is not None:
+            self._builds.report()
         super().cleanup_connections()
 
     # -- clone environments (clones/) ----------------------------------------------------------

@@ -5,13 +5,47 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
 def quote_identifier(name: str) -> str:
     """A backtick-quoted Spark SQL identifier (embedded backticks doubled)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+IDENTIFIER = r"`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*"
+# One token of SQL text: a string literal, a comment, a qualified name (`a.b`, `a`.`b`.c), or
+# any other character.
+TOKEN = re.compile(
+    rf"(?P<string>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    rf"|(?P<comment>--[^\n]*|/\*.*?\*/)"
+    rf"|(?P<qualified>(?:(?:{IDENTIFIER})\s*\.\s*)+(?:{IDENTIFIER}|\*))"
+    rf"|(?P<other>.)",
+    re.DOTALL,
+)
+
+
+def unquote_identifier(part: str) -> str:
+    """A name as Spark resolves it: backticks removed (doubled ones undone)."""
+    if part.startswith("`"):
+        return part[1:-1].replace("``", "`")
+    return part
+
+
+def map_qualified_names(sql: str, replace: Callable[[list[str], list[str]], str | None]) -> str:
+    """``sql`` with each qualified name outside strings and comments passed to ``replace``
+    (its parts as written, and as names); None keeps the name as written."""
+    out = []
+    for match in TOKEN.finditer(sql):
+        text = match.group("qualified")
+        if text is None:
+            out.append(match.group(0))
+            continue
+        parts = [p.strip() for p in re.findall(rf"{IDENTIFIER}|\*", text)]
+        replaced = replace(parts, [unquote_identifier(p) for p in parts])
+        out.append(text if replaced is None else replaced)
+    return "".join(out)
 
 
 def sql_literal(value: Any) -> str:

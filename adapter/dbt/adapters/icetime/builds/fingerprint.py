@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from dbt.adapters.icetime.sql import map_qualified_names
+
 # Configs that describe, route or document a model without changing its rows.
 INERT_CONFIGS = frozenset(
     {
@@ -50,6 +52,20 @@ def canonical_sql(sql: str, names: Mapping[str, str]) -> str:
     alternatives = "|".join(re.escape(text) for text in sorted(names, key=len, reverse=True))
     pattern = re.compile(rf"(?<![\w`.])(?:{alternatives})(?![\w`])")
     return pattern.sub(lambda match: f"<<{names[match.group(0)]}>>", sql).strip()
+
+
+def canonical_view_sql(sql: str, names: Mapping[str, str]) -> str:
+    """A view's SQL with every relation of the project replaced by its logical name, however
+    it is written (quoted or not, with or without the catalog; ``names`` keys are lowercase
+    ``catalog.schema.table`` and ``schema.table``). A view recreated in an environment, or
+    compiled there over templated sources (``raw__pr_7``), differs from production's only by
+    schema names, and compares equal."""
+
+    def logical(parts: list[str], written: list[str]) -> str | None:
+        found = names.get(".".join(written).lower())
+        return None if found is None else f"<<{found}>>"
+
+    return map_qualified_names(sql, logical).strip()
 
 
 def config_items(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import args, errors, faults
 from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
-from dbt.adapters.icetime.builds.fingerprint import fingerprint, sql_digest
+from dbt.adapters.icetime.builds.fingerprint import canonical_view_sql, fingerprint, sql_digest
 from dbt.adapters.icetime.builds.record import (
     BuildRecord,
     UnreadableRecord,
@@ -43,6 +44,7 @@ from dbt.adapters.icetime.services import Services
 logger = AdapterLogger("icetime")
 
 SKIP_VAR = "skip_unchanged"
+CLONED, BUILT, UNCHANGED = "cloned", "built", "unchanged"
 # What a build record is kept for (dbt snapshots record their inputs; only history snapshots
 # are skipped).
 RECORDED = ("table", "incremental", "snapshot")
@@ -79,6 +81,9 @@ class BuildSession:
         self._lock = threading.Lock()
         # reader node -> {rendered relation: what it names}
         self._rendered: dict[str, dict[str, str]] = {}
+        self._relation_names: dict[str, str] | None = None
+        # What a skip_unchanged run did with its models: cloned, built, left unchanged.
+        self._tally: Counter[str] = Counter()
         self._names: dict[str, str] | None = None
         self._pending: dict[str, Pending] = {}
 
@@ -93,6 +98,21 @@ class BuildSession:
             rendered = self._rendered.setdefault(reader_node, {})
             rendered[str(read)] = logical
             rendered[str(relation)] = logical
+
+    def _canonical_view(self, sql: str) -> str:
+        """A view's SQL with the project's relations as their dbt nodes, in any environment."""
+        with self._lock:
+            if self._relation_names is None:
+                names: dict[str, str] = {}
+                graph = node_names(self.pins.graph, self.services.catalog)
+                for table, uid in graph.items():
+                    names[table.lower()] = uid
+                    parts = table.split(".")
+                    if len(parts) == 3:
+                        names.setdefault(".".join(parts[1:]).lower(), uid)
+                self._relation_names = names
+            names = self._relation_names
+        return canonical_view_sql(sql, names)
 
     def _logical(self, table: TableName | str) -> str:
         """The dbt node a table is (its unique id; a model, seed or snapshot), else its name."""
@@ -153,6 +173,8 @@ class BuildSession:
                 logger.info(f"building {node.name}: {decision.reason}")
         with self._lock:
             self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
+            if decision is not None and (decision.build or decision.reuse is not None):
+                self._tally[BUILT if decision.build else CLONED] += 1
 
     def left_alone(self, node: Any, this_sql: str) -> Decision | None:
         """The decision to leave ``node`` exactly as it is (None: its materialization runs,
@@ -164,6 +186,7 @@ class BuildSession:
             return None
         with self._lock:
             self._pending.pop(node.unique_id, None)
+            self._tally[UNCHANGED] += 1
         return decision
 
     def plan_decision(self, node: Any, this_sql: str) -> Decision:
@@ -235,7 +258,8 @@ class BuildSession:
         foreign = list(reads.foreign)
         for view in reads.views:
             try:
-                views[self._logical(view)] = sql_digest(self.services.reader.view_sql(view))
+                stored = self.services.reader.view_sql(view)
+                views[self._logical(view)] = sql_digest(self._canonical_view(stored))
             except TableNotFoundError:
                 foreign.append(str(view))
             except MetadataError as exc:
@@ -290,7 +314,8 @@ class BuildSession:
             return build("not built yet")
         except MetadataError as exc:
             return build(f"its SQL could not be read: {exc.msg}")
-        if stored.strip() != (getattr(node, "compiled_code", None) or "").strip():
+        compiled = getattr(node, "compiled_code", None) or ""
+        if self._canonical_view(stored) != self._canonical_view(compiled):
             return build("its SQL changed")
         return Decision(False, "unchanged: the view already runs this SQL")
 
@@ -308,6 +333,16 @@ class BuildSession:
             pending = self._pending.get(node_id)
             if pending is not None:
                 pending.finished = True
+
+    def report(self) -> None:
+        """Say once, at the run's end, what skip_unchanged did: "2 cloned from production, 1
+        built, 3 left unchanged" (nothing when no model was decided)."""
+        with self._lock:
+            tally, self._tally = self._tally, Counter()
+        if tally:
+            said = [f"{tally[CLONED]} cloned from production"] if tally[CLONED] else []
+            said += [f"{tally[BUILT]} built", f"{tally[UNCHANGED]} left unchanged"]
+            logger.info("skip_unchanged: " + ", ".join(said))
 
     def record_now(self, model: Mapping[str, Any], snapshot_id: int | None) -> dict[str, str]:
         """The build record as table properties, for a build whose last commit can carry it

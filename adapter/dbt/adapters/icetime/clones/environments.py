@@ -9,7 +9,6 @@ its table properties (see service.py), which is what the janitor trusts before d
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest
 from dbt.adapters.icetime.clones.spec import env_schema
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.points import Point, format_ms
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import map_qualified_names, quote_identifier, sql_literal
 
 RECORDS_TABLE = "environments"
 RECORDS_COLUMNS = (
@@ -386,16 +385,6 @@ def failures_message(failed: Sequence[tuple[Member, str]]) -> str:
     return errors.DROP_FAILURES.format(count=len(failed), listed=listed)
 
 
-IDENTIFIER = r"`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*"
-TOKEN = re.compile(
-    rf"(?P<string>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
-    rf"|(?P<comment>--[^\n]*|/\*.*?\*/)"
-    rf"|(?P<qualified>(?:(?:{IDENTIFIER})\s*\.\s*)+(?:{IDENTIFIER}|\*))"
-    rf"|(?P<other>.)",
-    re.DOTALL,
-)
-
-
 def rewrite_schemas(sql: str, schemas: set[str], env: str, catalog: str | None) -> str:
     """A view's SQL with qualified names in ``schemas`` moved to the environment's schemas.
 
@@ -403,25 +392,11 @@ def rewrite_schemas(sql: str, schemas: set[str], env: str, catalog: str | None) 
     comments and names in other schemas are left alone.
     """
 
-    def qualified(text: str) -> str:
-        parts = [p.strip() for p in re.findall(rf"{IDENTIFIER}|\*", text)]
-        names = [_unquote(p) for p in parts]
+    def qualified(parts: list[str], names: list[str]) -> str | None:
         start = 1 if len(names) >= 3 and catalog is not None and names[0] == catalog else 0
         if len(names) - start >= 2 and names[start] in schemas:
             parts[start] = quote_identifier(env_schema(names[start], env))
             return ".".join(parts)
-        return text
+        return None
 
-    out = []
-    for match in TOKEN.finditer(sql):
-        if match.group("qualified"):
-            out.append(qualified(match.group("qualified")))
-        else:
-            out.append(match.group(0))
-    return "".join(out)
-
-
-def _unquote(part: str) -> str:
-    if part.startswith("`"):
-        return part[1:-1].replace("``", "`")
-    return part
+    return map_qualified_names(sql, qualified)

@@ -439,7 +439,12 @@ NOTHING_TO_COMPARE = "{table} has no snapshot to compare."
 UNKNOWN_TABLE_MODEL = (
     "model {name!r} is not a table, incremental, seed or snapshot of this project. Known: {known}."
 )
-SELECT_NO_TABLE = "select {pattern!r} matched no table of this project."
+SELECT_NO_TABLE = (
+    "select {pattern!r} matched no table of this project. Accepted: a model name or glob "
+    "(marts_*), a source table name or glob (raw_*), schema.table (raw.*), source:NAME or "
+    "source:NAME.TABLE, tag:NAME, any dbt selection (+orders, path:models/marts), or * (every "
+    "table the project builds and every source its models read)."
+)
 NAME_THE_TABLES = "Name the tables: model, relation or select is required."
 BAD_RELATION = (
     "relation {text!r} is not accepted: use table, schema.table or catalog.schema.table "

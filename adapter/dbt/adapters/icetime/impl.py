@@ -76,6 +76,7 @@ from dbt.adapters.icetime.pins.session import Deferral, PinSession
 from dbt.adapters.icetime.pins.spec import PIN_VAR
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.retention import Retention
+from dbt.adapters.icetime.selection import select_unique_ids
 from dbt.adapters.icetime.services import Services, project_root, run_flags, run_selection
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -677,8 +678,12 @@ class IcetimeAdapter(SparkAdapter):
 
     def history(self, graph: Mapping[str, Any]) -> HistoryOperations:
         services = self.services()
+        manifest = getattr(self, "_macro_resolver", None)
         return HistoryOperations(
-            services, graph, lambda keep_pins: Retention(services, graph, keep_pins)
+            services,
+            graph,
+            lambda keep_pins: Retention(services, graph, keep_pins),
+            None if manifest is None else lambda include: select_unique_ids(manifest, include),
         )
 
     @available

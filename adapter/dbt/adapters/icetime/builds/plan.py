@@ -15,6 +15,7 @@ from typing import Any
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.builds.decide import Decision, build
 from dbt.adapters.icetime.config import HISTORY_STRATEGY
+from dbt.adapters.icetime.selection import select_unique_ids
 
 PLANNED = ("table", "incremental", "view")
 
@@ -41,18 +42,8 @@ def selection(value: Any) -> list[str]:
 
 def select_models(manifest: Any, select: Any) -> list[str]:
     """The models ``select`` names, parents before children (dbt's selector and graph)."""
-    from dbt.compilation import Linker
-    from dbt.graph.cli import parse_difference
-    from dbt.graph.graph import Graph
-    from dbt.graph.selector import NodeSelector
-
-    include = selection(select) or None
-    linker = Linker()
-    linker.link_graph(manifest)
-    graph = Graph(linker.graph)
     try:
-        spec = parse_difference(include, None)
-        chosen = NodeSelector(graph, manifest).get_selected(spec, warn_on_no_nodes=False)
+        chosen = select_unique_ids(manifest, selection(select) or None)
     except Exception as exc:  # dbt's own message for a malformed selection
         raise errors.ConfigurationError(
             errors.PLAN_SELECTION_BAD.format(value=select) + f" ({exc})"

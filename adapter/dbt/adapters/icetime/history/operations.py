@@ -11,7 +11,7 @@ from dbt.adapters.icetime.history import diff as history_diff
 from dbt.adapters.icetime.history import expire, restore, tags
 from dbt.adapters.icetime.history import log as history_log
 from dbt.adapters.icetime.history.restore import Restorer
-from dbt.adapters.icetime.history.targets import resolve_targets
+from dbt.adapters.icetime.history.targets import SelectNodes, resolve_targets
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.metadata.points import AtTimestamp, parse_point
@@ -37,11 +37,14 @@ class HistoryOperations:
         services: Services,
         graph: Mapping[str, Any],
         retention: Callable[[Any], Holds] | None = None,
+        select_nodes: SelectNodes | None = None,
     ) -> None:
         self.services = services
         self.graph = graph
         # Given expire_snapshots' keep_pins, what expiry must keep.
         self.retention = retention
+        # dbt's selector over the manifest, for a select that is not a plain glob.
+        self.select_nodes = select_nodes
 
     def _targets(self, model: Any, relation: Any, select: Any) -> list[TableName]:
         return resolve_targets(
@@ -51,6 +54,7 @@ class HistoryOperations:
             self.graph,
             self.services.catalog,
             self.services.default_schema,
+            self.select_nodes,
         )
 
     def _one(self, model: Any, relation: Any, what: str) -> TableName:

@@ -1,10 +1,20 @@
-"""Which tables a history operation acts on: `model` names, `relation` names, or a `select`."""
+"""Which tables a history operation acts on: `model` names, `relation` names, or a `select`.
+
+A ``select`` item is one of:
+
+- ``*``: every table the project builds, and every source its models read;
+- a glob over names: models, seeds and snapshots by name, sources by table name or identifier
+  (``raw_*``), ``schema.table`` of any of them (``raw.*``), or ``source_name.table``;
+- any dbt selection, with dbt's own selector: ``source:ecom``, ``source:ecom.orders``,
+  ``tag:nightly``, ``+orders``, ``path:models/marts``. Of what it selects, the table-like
+  models and the sources are kept.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
@@ -13,6 +23,10 @@ from dbt.adapters.icetime.metadata import TableName
 
 TABLE_LIKE = ("table", "incremental", "snapshot", "seed")
 PART = re.compile(r"[A-Za-z0-9_]+")
+# A select item that is a plain glob over names (anything else goes to dbt's selector).
+PLAIN = re.compile(r"^[A-Za-z0-9_*?.\[\]-]+$")
+# dbt's selection of unique ids (the manifest's selector), where a run-operation has one.
+SelectNodes = Callable[[list[str]], list[str]]
 
 
 def resolve_targets(
@@ -22,9 +36,10 @@ def resolve_targets(
     graph: Mapping[str, Any],
     catalog: str | None,
     default_schema: str,
+    select_nodes: SelectNodes | None = None,
 ) -> list[TableName]:
     """The tables named by ``model`` (dbt model names), ``relation`` ([catalog.]schema.table)
-    and ``select`` (globs over the project's table-like models); at least one is required."""
+    and ``select`` (see the module's forms); at least one is required."""
     nodes = [
         n
         for n in graph.get("nodes", {}).values()
@@ -43,15 +58,68 @@ def resolve_targets(
         found.append(TableName.from_node(node, catalog))
     for text in names(relation, "relation"):
         found.append(parse_relation(text, catalog, default_schema))
-    patterns = names(select, "select")
-    for pattern in patterns:
-        matched = [n for n in nodes if fnmatch.fnmatchcase(n["name"], pattern)]
+    for pattern in names(select, "select"):
+        matched = _selected(pattern, graph, nodes, select_nodes)
         if not matched:
             raise errors.ConfigurationError(errors.SELECT_NO_TABLE.format(pattern=pattern))
         found.extend(TableName.from_node(n, catalog) for n in matched)
     if not found:
         raise errors.ConfigurationError(errors.NAME_THE_TABLES)
     return list(dict.fromkeys(found))
+
+
+def _selected(
+    pattern: str,
+    graph: Mapping[str, Any],
+    nodes: list[Mapping[str, Any]],
+    select_nodes: SelectNodes | None,
+) -> list[Mapping[str, Any]]:
+    """The table-like nodes and sources one ``select`` item names (see the module)."""
+    sources = graph.get("sources", {})
+    if pattern == "*":
+        read = {
+            parent
+            for node in graph.get("nodes", {}).values()
+            for parent in (node.get("depends_on") or {}).get("nodes", [])
+            if parent in sources
+        }
+        return [*nodes, *(sources[uid] for uid in sorted(read))]
+    if PLAIN.match(pattern):
+        glob = pattern.lower()
+
+        def matches(node: Mapping[str, Any], *spellings: str) -> bool:
+            return any(fnmatch.fnmatchcase(s.lower(), glob) for s in spellings if s)
+
+        found = [
+            n
+            for n in nodes
+            if matches(n, n["name"], f"{n.get('schema')}.{n.get('alias') or n['name']}")
+        ]
+        found += [
+            s
+            for s in sources.values()
+            if matches(
+                s,
+                s["name"],
+                s.get("identifier") or "",
+                f"{s.get('schema')}.{s.get('identifier') or s['name']}",
+                f"{s.get('source_name')}.{s['name']}",
+            )
+        ]
+        if found:
+            return found
+    if select_nodes is None:
+        return []
+    try:
+        chosen = select_nodes([pattern])
+    except Exception as exc:  # dbt's own words for a selection it cannot parse
+        raise errors.ConfigurationError(
+            errors.SELECT_NO_TABLE.format(pattern=pattern) + f" ({exc})"
+        ) from exc
+    table_like = {n["unique_id"]: n for n in nodes}
+    return [
+        table_like.get(uid) or sources[uid] for uid in chosen if uid in {**table_like, **sources}
+    ]
 
 
 def parse_relation(text: str, catalog: str | None, default_schema: str) -> TableName:

@@ -35,7 +35,8 @@ sources:
 MODELS = {
     "sources.yml": SOURCES,
     "stg_orders.sql": (
-        "{{ config(materialized='view') }}\nselect id, total from {{ source('ecom', 'raw_orders') }}"
+        "{{ config(materialized='view') }}\n"
+        "select id, total from {{ source('ecom', 'raw_orders') }}"
     ),
     "orders.sql": (
         "{{ config(materialized='table') }}\n"

@@ -177,3 +177,27 @@ class TestFullRefreshKeepsTheTable(SeedProject):
             ("gold", 1),
             ("silver", 1),
         ]
+
+
+class TestFirstLoadIsOneCommit(EnvironmentProject):
+    """A seed of more rows than one insert batch (dbt's 10,000) loads in one commit: a pin
+    taken during the load sees no rows or all of them, never a part."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        lines = "".join(f"{i},reading {i}\n" for i in range(12_000))
+        return {"big_seed.csv": "id,label\n" + lines, "small_seed.csv": CUSTOMERS_V1}
+
+    def test_a_first_load_and_a_full_refresh_are_one_commit_each(self, project: Any) -> None:
+        run_dbt(["seed"])
+        assert len(snapshots(project, "big_seed")) == 1
+        assert rows(project, "select count(*), count(distinct id) from {s}.big_seed") == [
+            (12_000, 12_000)
+        ]
+        assert len(snapshots(project, "small_seed")) == 1
+        assert not [
+            r for r in sql(project, "show tables in {s}", "all") if "__icetime_seed" in str(r[1])
+        ]
+        run_dbt(["seed", "--full-refresh", "--select", "big_seed"])
+        assert len(snapshots(project, "big_seed")) == 2
+        assert rows(project, "select count(*) from {s}.big_seed") == [(12_000,)]

@@ -1,5 +1,6 @@
-{#- seed: a reload is one atomic commit on the same Iceberg table, never a drop and create. The
-    table keeps its identity, history, tags (clones' protective tags among them), so pins,
+{#- seed: every load is one atomic commit, the first one too, and a reload is one commit on the
+    same Iceberg table, never a drop and create. The table keeps its identity, history, tags
+    (clones' protective tags among them), so pins,
     change feeds and clones see a changed seed as an ordinary `overwrite` commit. Columns the
     seed added or dropped, and types Iceberg can widen, are evolved in place first; only a type
     change Iceberg cannot make replaces the table (create or replace keeps its history), and the
@@ -18,11 +19,11 @@
 
   {%- if old_relation is none -%}
     {%- set sql = icetime_seed_create(this, columns, replace=false) -%}
-    {%- do icetime_seed_insert(this, columns, agate_table) -%}
+    {%- do icetime_seed_load(columns, agate_table) -%}
   {%- elif full_refresh_mode or not icetime_seed_evolve(old_relation, columns) -%}
     {{ log("icetime: " ~ this ~ ": replacing the table (--full-refresh, or a column type Iceberg cannot change in place); its history and tags are kept, and change feeds reading it see a history gap", info=true) }}
     {%- set sql = icetime_seed_create(this, columns, replace=true) -%}
-    {%- do icetime_seed_insert(this, columns, agate_table) -%}
+    {%- do icetime_seed_load(columns, agate_table) -%}
   {%- else -%}
     {%- set sql = icetime_seed_overwrite(columns, agate_table) -%}
   {%- endif -%}
@@ -87,15 +88,33 @@
 
 
 {% macro icetime_seed_overwrite(columns, agate_table) %}
-  {#- The new rows go to a staging table first (in batches), then replace every row of the
-      seed in one `insert overwrite` commit; the staging table is dropped. -#}
+  {#- A reload replaces every row of the seed in one `insert overwrite` commit. -#}
+  {{ return(icetime_seed_staged(columns, agate_table, 'insert overwrite')) }}
+{% endmacro %}
+
+
+{% macro icetime_seed_load(columns, agate_table) %}
+  {#- A first load (or a replaced table's) is one commit too: a pin taken during the load
+      sees no rows or all of them, never a part. Rows that fit in one batch are inserted
+      directly; more go through a staging table. -#}
+  {%- if agate_table.rows | length <= get_batch_size() -%}
+    {%- do icetime_seed_insert(this, columns, agate_table) -%}
+  {%- else -%}
+    {%- do icetime_seed_staged(columns, agate_table, 'insert into') -%}
+  {%- endif -%}
+{% endmacro %}
+
+
+{% macro icetime_seed_staged(columns, agate_table, verb) %}
+  {#- The rows go to a staging table first (in batches), then into the seed in one commit
+      (`verb`: insert into, or insert overwrite); the staging table is dropped. -#}
   {%- set staging = this.incorporate(path={"identifier": this.identifier ~ "__icetime_seed"}) -%}
   {%- do icetime_seed_create(staging, columns, replace=true) -%}
   {%- do icetime_seed_insert(staging, columns, agate_table) -%}
   {%- set sql -%}
-    insert overwrite {{ this }} by name select * from {{ staging }}
+    {{ verb }} {{ this }} by name select * from {{ staging }}
   {%- endset -%}
-  {% call statement('icetime_seed_overwrite') %}{{ sql }}{% endcall %}
+  {% call statement('icetime_seed_write') %}{{ sql }}{% endcall %}
   {% call statement('icetime_seed_drop_staging') %}drop table if exists {{ staging }} purge{% endcall %}
   {{ return(sql) }}
 {% endmacro %}

@@ -9,11 +9,12 @@
 
 {% macro icetime__history(model, relation, limit, width) %}
   {#- DESCRIBE HISTORY for an Iceberg table: one row per snapshot-log entry, newest first, with
-      rows/files/bytes added and removed, the writer, and restores marked. Printed (each column
-      whole, or cut at `width` characters), and returned as an agate table. -#}
+      rows/files/bytes added and removed, the writer, and restores marked. Printed in lines that
+      fit the terminal (or `width` characters; the widest columns are cut to fit), and returned
+      as an agate table. -#}
   {%- if execute -%}
     {% set table = adapter.icetime_history(graph, model, relation, limit) %}
-    {% do table.print_table(max_rows=limit, max_columns=12, max_column_width=adapter.icetime_column_width(width)) %}
+    {% do print(adapter.icetime_history_text(table, width)) %}
     {{ return(table) }}
   {%- endif -%}
 {% endmacro %}

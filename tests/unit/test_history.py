@@ -104,17 +104,18 @@ def test_targets() -> None:
             parse_relation(bad, "icetime", "raw")
 
 
-@pytest.mark.parametrize("bad", ["1s", "yesterday", "tag:before", 5])
+@pytest.mark.parametrize("bad", ["1y", "yesterday", "tag:before", 5])
 def test_expiry_cutoff_names_the_accepted_forms(bad: object) -> None:
     with pytest.raises(ConfigurationError) as raised:
         expiry_cutoff(bad, now_ms=1_800_000_000_000)
     assert f"older_than {bad!r} is not accepted" in str(raised.value)
-    assert "followed by m, h, d or w" in str(raised.value)
+    assert "followed by s, m, h, d or w" in str(raised.value)
 
 
 def test_expiry_cutoff_takes_durations_and_past_timestamps() -> None:
     now = 1_800_000_000_000
     assert expiry_cutoff("30m", now) == now - 30 * 60 * 1000
+    assert expiry_cutoff("1s", now) == now - 1000
     assert expiry_cutoff("2026-04-21T06:00:00Z", now) == 1776751200000
 
 
@@ -135,3 +136,24 @@ def test_expiry_plan_names_refs_as_described() -> None:
         meta, T, cutoff_ms=1000, retain_last=1, held={}, describe_ref=lambda r: f"clone {r.name}"
     )
     assert plan.kept[1] == ["clone icetime_clone:s.t"]
+
+
+def test_history_lines_fit_the_width_and_cut_the_widest_columns() -> None:
+    from dbt.adapters.icetime.history import log
+
+    row = (
+        "2026-11-26T10:00:00.000Z", 8_123_456_789_012_345_678, 1_234_567_890_123_456_789,
+        "overwrite", 12, 3, 1, 1, 2048, 1024,
+        "Apache Iceberg 1.10.2 (app local-1764151200000-abcdefabcdef)",
+        "restore to 1234567890123456789 by icetime (dbt invocation 3f0c6c1e-0000-4000-8000-1)",
+    )  # fmt: skip
+    whole = log.render([row], 1000)
+    assert "Apache Iceberg 1.10.2 (app local-1764151200000-abcdefabcdef)" in whole
+    for width in (80, 120, 200):
+        lines = log.render([row], width).splitlines()
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert "8123456789012345678" in lines[2]  # an id is never cut
+        assert lines[2].rstrip().endswith("…")  # the note is
+    assert log.render([row], 200).count("\n") == 2  # every column shown
+    narrow = " ".join(log.render([row], 80).splitlines()[3:])
+    assert narrow.startswith("(left out to fit 80 columns: bytes_removed, bytes_added")

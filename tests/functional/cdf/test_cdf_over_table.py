@@ -53,12 +53,19 @@ class TestCdfOverATableModel(PackageProject):
             "orders.sql": ORDERS,
             "latest.sql": LATEST,
             "changes_log.sql": CHANGE_LOG,
+            # auto weighs the change read of a rebuilt upstream (every file of both versions)
+            # against a rebuild: on a table this small the rebuild is cheaper.
+            "latest_auto.sql": LATEST.replace(
+                "unique_key='order_id'", "unique_key='order_id', cdf_refresh='auto'"
+            ),
         }
 
     def run(self, project: Any) -> dict[str, Any]:
         results, output = run_dbt_and_capture(["run"])
         assert "history gap" not in output and "not an ancestor" not in output, output
         assert_equal_sets(project, "select * from {s}.latest", REBUILD)
+        assert_equal_sets(project, "select * from {s}.latest_auto", REBUILD)
+        self.output = output
         return {r.node.name: r.adapter_response for r in results}
 
     def test_rebuilds_of_the_upstream_are_read_as_their_changes(self, project: Any) -> None:
@@ -66,6 +73,9 @@ class TestCdfOverATableModel(PackageProject):
         sql(project, "create table {s}.src_orders (order_id bigint, status string, amount int)")
         sql(project, "insert into {s}.src_orders select id, 'open', cast(id as int) from range(40)")
         self.run(project)
+        assert f"building icetime.{project.test_schema}.latest_auto from scratch (first run)" in (
+            self.output
+        )
         rng = random.Random(7)
         next_id = 40
         for _ in range(4):  # rounds of mixed commits, each followed by a run
@@ -91,6 +101,12 @@ class TestCdfOverATableModel(PackageProject):
             response = self.run(project)
             assert response["latest"]["cdf_refresh"] == "incremental", response
             assert response["changes_log"]["cdf_refresh"] == "incremental", response
+            assert response["latest_auto"]["cdf_refresh"] == "full", response
+            estimate = response["latest_auto"]["cdf_estimate"]
+            assert estimate["full_s"] < estimate["incremental_s"], estimate
+            # A rebuild chosen by cost says so: no "from scratch", as if something were wrong.
+            said = f"rebuilding icetime.{project.test_schema}.latest_auto: cheaper than reading"
+            assert said in self.output and "latest_auto from scratch" not in self.output
             # The change log gained exactly the rows the rebuild changed: a row only in the
             # old version is deleted, a row only in the new one inserted (an update is both).
             orders_after = set(rows(project, "select * from {s}.orders"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,11 @@ class TestRestoreAndDiff(PackageProject):
         _, out = run_dbt_and_capture(["run"])
         assert "no changes" in out
 
-        # Undo: back to the bad state, then to the good one again.
-        operation("restore", {"relation": table, "to": bad})
+        # Undo, as the restore says to (its hint acts: it is no dry run): back to the bad state.
+        hint = re.search(r"Undo: dbt run-operation icetime\.restore --args '(.*)'", output)
+        assert hint is not None, output
+        assert hint.group(1) == f"{{relation: icetime.{table}, to: {bad}, dry_run: false}}"
+        run_dbt(["run-operation", "icetime.restore", "--args", hint.group(1)])
         assert sql(project, "select count(*) from {s}.orders", "one")[0] == 140
         operation("restore", {"relation": table, "to": good})
         assert sql(project, "select count(*) from {s}.orders", "one")[0] == 150

@@ -109,8 +109,9 @@ class TestReplayAfterARestoreAndAnExpiry(PackageProject):
         assert rows(project, "select n from {s}.payment_total") == [(7,)]  # the bad snapshot
         run_dbt(["run"])  # today's run: its pins file no longer holds the bad snapshot
 
+        time.sleep(1.0)  # older_than takes seconds: the bad snapshot is over a second old
         expired = operation(
-            "expire_snapshots", {"relation": table, "older_than": "0d", "retain_last": 1}
+            "expire_snapshots", {"relation": table, "older_than": "1s", "retain_last": 1}
         )
         assert "Expired 1 snapshot(s)" in expired, expired
         built = snapshots(project, "payment_total")

@@ -13,11 +13,11 @@ from typing import Any
 
 from dbt.adapters.icetime import errors
 
-DURATION = re.compile(r"(\d{1,8})\s*(m|h|d|w)")
-UNIT_MINUTES = {"m": 1, "h": 60, "d": 24 * 60, "w": 7 * 24 * 60}
-DAY_MINUTES = 24 * 60
-MAX_TTL_MINUTES = 366 * DAY_MINUTES
-MAX_DURATION_MINUTES = 100 * 366 * DAY_MINUTES
+DURATION = re.compile(r"(\d{1,10})\s*(s|m|h|d|w)")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 24 * 3600, "w": 7 * 24 * 3600}
+DAY_SECONDS = 24 * 3600
+MAX_TTL_SECONDS = 366 * DAY_SECONDS
+MAX_DURATION_SECONDS = 100 * 366 * DAY_SECONDS
 # Names that become part of schema or ref names: environments, write-audit-publish branches.
 LOWER_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
@@ -25,11 +25,15 @@ LOWER_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 @dataclass(frozen=True)
 class Duration:
     text: str
-    minutes: int
+    seconds: int
+
+    @property
+    def minutes(self) -> int:
+        return self.seconds // 60
 
     @property
     def ms(self) -> int:
-        return self.minutes * 60_000
+        return self.seconds * 1000
 
 
 def required(value: Any, operation: str, argument: str, accepted: str) -> Any:
@@ -51,24 +55,25 @@ def flag(value: Any, name: str) -> bool:
 
 
 def duration(
-    value: Any, what: str, max_minutes: int = MAX_DURATION_MINUTES, allow_zero: bool = False
+    value: Any, what: str, max_seconds: int = MAX_DURATION_SECONDS, allow_zero: bool = False
 ) -> Duration:
-    """A whole number of minutes, hours, days or weeks, such as ``30d``; ``what`` names it."""
+    """A whole number of seconds, minutes, hours, days or weeks, such as ``30d``; ``what``
+    names it."""
     text = str(value).strip().lower() if isinstance(value, str | int) else None
     match = DURATION.fullmatch(text) if text else None
     if match is None or isinstance(value, bool):
         raise errors.ConfigurationError(errors.BAD_DURATION.format(what=what, value=value))
-    minutes = int(match.group(1)) * UNIT_MINUTES[match.group(2)]
-    if (minutes <= 0 and not allow_zero) or minutes > max_minutes:
+    seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    if (seconds <= 0 and not allow_zero) or seconds > max_seconds:
         raise errors.ConfigurationError(
             errors.DURATION_OUT_OF_RANGE.format(
                 what=what,
                 value=value,
                 low="at least 0" if allow_zero else "more than 0",
-                days=max_minutes // DAY_MINUTES,
+                days=max_seconds // DAY_SECONDS,
             )
         )
-    return Duration(match.group(1) + match.group(2), minutes)
+    return Duration(match.group(1) + match.group(2), seconds)
 
 
 def is_duration(value: Any) -> bool:
@@ -77,7 +82,7 @@ def is_duration(value: Any) -> bool:
 
 def ttl(value: Any) -> Duration:
     """A lifetime such as ``7d``, ``36h``, ``90m`` or ``2w`` (at most 366 days)."""
-    return duration(value, "TTL", MAX_TTL_MINUTES)
+    return duration(value, "TTL", MAX_TTL_SECONDS)
 
 
 def names(value: Any, argument: str) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any, cast
 from dbt.adapters.contracts.connection import Connection, ConnectionState, LazyHandle
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
-from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
@@ -91,7 +91,9 @@ class IcetimeConnectionManager(SparkConnectionManager):
     def exception_handler(self, sql: str) -> Generator[None, None, None]:
         try:
             yield
-        except errors.IcetimeError:
+        except (errors.IcetimeError, CompilationError):
+            # icetime's own refusals, and a macro's (a misspelt argument, say) around which
+            # dbt runs this handler too: neither is a database error.
             raise
         except DbtRuntimeError as exc:
             logger.debug(f"Error while running:\n{sql}")

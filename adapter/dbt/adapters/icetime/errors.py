@@ -336,11 +336,11 @@ DRY_RUN = "Dry run: nothing was changed. Pass dry_run: false to {what}."
 REQUIRED = "{operation} needs `{argument}`: {accepted}."
 BAD_FLAG = "Argument {name}={value!r} is not accepted: use true or false."
 BAD_DURATION = (
-    "{what} {value!r} is not accepted: use a positive whole number followed by m "
-    "(minutes), h (hours), d (days) or w (weeks), e.g. 7d or 36h."
+    "{what} {value!r} is not accepted: use a positive whole number followed by s "
+    "(seconds), m (minutes), h (hours), d (days) or w (weeks), e.g. 7d, 36h or 90s."
 )
 DURATION_OUT_OF_RANGE = (
-    "{what} {value!r} is not accepted: it must be {low} minutes and at most {days} days."
+    "{what} {value!r} is not accepted: it must be {low} seconds and at most {days} days."
 )
 BAD_NAMES = (
     "Argument {argument}={value!r} is not accepted: give a name, a list of names, "
@@ -423,8 +423,8 @@ BAD_RETAIN_LAST = (
 )
 EXPIRE_NOT_ICEBERG = "Cannot expire snapshots of {table}: " + NO_SUCH_TABLE
 BAD_OLDER_THAN = (
-    "older_than {value!r} is not accepted: use a duration (a whole number followed by m, h, d "
-    "or w, e.g. 30d; 0d is now) or a past ISO-8601 timestamp (2026-04-21T06:00:00Z)."
+    "older_than {value!r} is not accepted: use a duration (a whole number followed by s, m, h, "
+    "d or w, e.g. 30d or 90s; 0d is now) or a past ISO-8601 timestamp (2026-04-21T06:00:00Z)."
 )
 OLDER_THAN_IN_FUTURE = (
     "older_than {value!r} is in the future: nothing may be expired ahead of time. Use a past "

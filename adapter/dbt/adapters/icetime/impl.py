@@ -304,7 +304,10 @@ class IcetimeAdapter(SparkAdapter):
             for relation in self.list_relations(information_schema.database, schema)
             for column in self._get_columns_for_catalog(relation)
         ]
-        return agate.Table.from_object(columns, column_types=build_type_tester(TEXT_STATS))
+        # Only stats some relation has: agate warns of a typed column no row holds (a schema
+        # whose tables have no build record, say).
+        present = [key for key in TEXT_STATS if any(key in column for column in columns)]
+        return agate.Table.from_object(columns, column_types=build_type_tester(present))
 
     # -- around every model --------------------------------------------------------------------
 
@@ -735,9 +738,10 @@ class IcetimeAdapter(SparkAdapter):
         return table_from_rows([entry.values() for entry in found], list(history_log.COLUMNS))
 
     @available
-    def icetime_column_width(self, width: Any) -> int:
-        """`icetime.history`'s `width`: none shows every column whole."""
-        return 10_000 if width is None else args.positive_int(width, "width")
+    def icetime_history_text(self, table: Any, width: Any) -> str:
+        """`icetime.history` as text whose lines fit ``width`` (default: the terminal's)."""
+        fit = history_log.terminal_width() if width is None else args.positive_int(width, "width")
+        return history_log.render([tuple(row) for row in table.rows], fit)
 
     @available
     def icetime_diff(

@@ -116,6 +116,8 @@ class CdfRun:
     feeds: Feeds
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     full_reason: str | None = None
+    # The rebuild is cdf_refresh: auto's choice (cheaper than reading the changes).
+    by_cost: bool = False
     estimate: Estimate | None = None
     files_read: Touched = field(default_factory=Touched)
     shared: bool = False  # every staged read was another model's
@@ -282,6 +284,7 @@ class CdfRun:
             upstream.whole = True  # every commit is kept: same change rows, read whole
         else:
             self._rebuild(f"cdf_refresh {self.refresh}: {self.estimate.describe()}")
+            self.by_cost = self.refresh != FULL  # auto chose it, not the model's config
 
     def _render(self, upstream: Upstream) -> None:
         upstream.view_created = True
@@ -380,6 +383,7 @@ class CdfRun:
             "empty": False,
             "full": self.full,
             "reason": self.full_reason,
+            "by_cost": self.by_cost,
             "mode": self.mode,
             "has_changes": self.full or based or any(r.has_changes for r in ranges),
             "moves": self.full or based or any(r.moves for r in ranges),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +64,72 @@ class Entry:
             writer,
             self.note,
         )
+
+
+# Columns of numbers, aligned right.
+NUMERIC = frozenset(COLUMNS[1:3] + COLUMNS[4:10])
+# Columns of free text, cut (ending in "…") before any column is left out; ids never are cut.
+CUT_FIRST = ("writer", "note")
+# Left out, in this order, when the line cannot fit otherwise.
+LEFT_OUT_FIRST = (
+    "bytes_removed",
+    "bytes_added",
+    "files_removed",
+    "files_added",
+    "parent_id",
+    "writer",
+    "rows_removed",
+)
+GAP = "  "
+NARROWEST = 12  # a text column is cut no narrower than this while columns can be left out
+
+
+def terminal_width() -> int:
+    """The terminal's width (``COLUMNS``, else the terminal, else 120 when there is none)."""
+    return shutil.get_terminal_size(fallback=(120, 24)).columns
+
+
+def render(rows: Sequence[Sequence[Any]], width: int) -> str:
+    """The history as a text table whose lines fit ``width`` characters: every column whole
+    when they fit; else the text columns are cut (ending in "…"), then the least telling
+    columns are left out (and named below the table) until the line fits."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    widths = {
+        name: max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(COLUMNS)
+    }
+
+    def total(cut_to: int | None = None) -> int:
+        kept = [min(w, cut_to) if cut_to and n in CUT_FIRST else w for n, w in widths.items()]
+        return sum(kept) + len(GAP) * (len(kept) - 1)
+
+    left_out = []
+    for name in LEFT_OUT_FIRST:
+        if total(NARROWEST) <= width:
+            break
+        del widths[name]
+        left_out.append(name)
+    while total() > width:  # below NARROWEST only when nothing else is left to leave out
+        cut = [n for n in CUT_FIRST if n in widths and widths[n] > 2]
+        if not cut:
+            break
+        widest = max(cut, key=lambda n: widths[n])
+        widths[widest] -= 1
+
+    def line(values: Sequence[str]) -> str:
+        fitted = []
+        for name, value in zip(COLUMNS, values, strict=True):
+            room = widths.get(name)
+            if room is None:
+                continue
+            text = value if len(value) <= room else value[: room - 1] + "…"
+            fitted.append(text.rjust(room) if name in NUMERIC else text.ljust(room))
+        return GAP.join(fitted).rstrip()
+
+    lines = [line(COLUMNS), GAP.join("-" * w for w in widths.values()), *map(line, cells)]
+    if left_out:
+        note = f"(left out to fit {width} columns: {', '.join(left_out)}; widen with width: N)"
+        lines += textwrap.wrap(note, max(width, 20))
+    return "\n".join(lines)
 
 
 def entries(metadata: TableMetadata, restores: Sequence[Mapping[str, Any]]) -> list[Entry]:

@@ -136,8 +136,9 @@ def render(restores: Sequence[Restore], dry_run: bool) -> str:
     if dry_run:
         lines.append(errors.DRY_RUN.format(what="restore"))
     else:
-        lines.append(
-            "Undo with icetime.restore to the 'from' snapshot "
-            "(e.g. --args '{relation: ..., to: <from snapshot>}')."
-        )
+        for r in restores:
+            lines.append(
+                f"Undo: dbt run-operation icetime.restore --args "
+                f"'{{relation: {r.table}, to: {r.from_snapshot}, dry_run: false}}'"
+            )
     return "\n".join(lines)

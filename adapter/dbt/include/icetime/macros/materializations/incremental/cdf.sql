@@ -60,7 +60,11 @@
   {#- A first run, --full-refresh, a history gap rebuilt, or a view in the way: the target is
       built from every current row of the upstreams. Under --empty a missing target is built
       the same way from no rows, and records no watermark. -#}
-  {{ log("icetime: building " ~ this ~ " from scratch (" ~ (run.reason or 'replacing a view') ~ ")", info=true) }}
+  {%- if run.by_cost -%}
+    {{ log("icetime: rebuilding " ~ this ~ ": cheaper than reading its upstream's changes (" ~ run.reason ~ ")", info=true) }}
+  {%- else -%}
+    {{ log("icetime: building " ~ this ~ " from scratch (" ~ (run.reason or 'replacing a view') ~ ")", info=true) }}
+  {%- endif -%}
   {#- The new watermarks are committed with the data (tblproperties, see
       icetime__tblproperties_clause): a rebuild killed before its commit leaves the old table
       with its old watermarks, one that commits is recorded. -#}

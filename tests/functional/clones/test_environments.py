@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +25,7 @@ from tests.support import (
     properties,
     raw_sources,
     rows,
+    run_dbt_process_imports,
     snapshots,
     sql,
     tags,
@@ -120,11 +124,24 @@ class TestEnvironmentLifecycle(EnvironmentProject):
         assert by_clone[f"icetime.{env_schema}.recent_events"]["kind"] == "view"
         printed = operation("environment_report", {"env": env})
         assert events in printed and "ana" in printed
+        # As a user runs it, in a process of its own: from metadata and manifests, with no
+        # Spark (neither PySpark nor a JVM is loaded).
+        done, loaded = run_dbt_process_imports(
+            Path(project.project_root),
+            Path(project.profiles_dir),
+            "run-operation",
+            "icetime.environment_report",
+            "--args",
+            json.dumps({"env": env}),
+        )
+        assert done.returncode == 0 and events in done.output, done.output
+        assert "pyspark" not in loaded and "py4j" not in loaded, loaded
 
         # The janitor: nothing has expired; a dry run lists and changes nothing.
         assert "No expired environment" in operation("drop_expired_environments", {"env": env})
         listing = operation("drop_expired_environments", {"env": env, "ignore_ttl": True})
         assert "Would drop 3 object(s)" in listing and "owner ana" in listing
+        assert re.search(r"owner ana, age \d+[sm], expires", listing), listing  # not "0.0h"
         assert "Dry run: nothing was changed. Pass dry_run: false to drop them." in listing
         assert rows(project, f"select * from {events}") == [(2, "b"), (4, "d")]
 

@@ -19,6 +19,7 @@ from dbt.adapters.icetime.cdf.files import FilePlan, StagedRows, UpstreamFiles, 
 from dbt.adapters.icetime.cdf.plan import ChangeRange
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Schema
+from dbt.adapters.icetime.metadata.readers import pyiceberg_table
 from dbt.adapters.icetime.services import Services
 
 logger = AdapterLogger("icetime")
@@ -106,15 +107,4 @@ class Feeds:
 
     def _table(self, name: TableName) -> Any:
         """A pyiceberg Table over the upstream's current metadata document."""
-        from pyiceberg.catalog.noop import NoopCatalog
-        from pyiceberg.table import StaticTable
-        from pyiceberg.table.metadata import TableMetadataUtil
-
-        location, document = self.services.reader.document(name)
-        return StaticTable(
-            identifier=tuple(str(name).split(".")),
-            metadata=TableMetadataUtil.parse_raw(document),
-            metadata_location=location,
-            io=self.services.files.file_io(),
-            catalog=NoopCatalog("icetime"),
-        )
+        return pyiceberg_table(self.services.reader, self.services.files, name)

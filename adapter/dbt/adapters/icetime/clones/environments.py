@@ -19,6 +19,7 @@ from dbt.adapters.icetime.clones.service import Clone, Cloner, CloneRequest
 from dbt.adapters.icetime.clones.spec import env_schema
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.points import Point, format_ms
+from dbt.adapters.icetime.metadata.readers import FileAccess, MetadataReader, pyiceberg_table
 from dbt.adapters.icetime.sql import map_qualified_names, quote_identifier, sql_literal
 
 RECORDS_TABLE = "environments"
@@ -112,6 +113,33 @@ class Records:
             )
             for r in rows
         ]
+
+    def read_files(
+        self, reader: MetadataReader, files: FileAccess, env: str | None = None
+    ) -> list[Member]:
+        """The records as ``read`` returns them, read from the table's files by the client
+        (pyiceberg): no Spark job, so a report starts no Spark. None recorded yet: none."""
+        try:
+            table = pyiceberg_table(reader, files, self.name)
+        except errors.TableNotFoundError:
+            return []
+        found = table.scan().to_arrow().to_pylist()
+        members = [
+            Member(
+                env=str(r["env"]),
+                kind=str(r["kind"]),
+                source=str(r["source"]),
+                clone=str(r["clone"]),
+                snapshot_id=None if r["snapshot_id"] is None else int(r["snapshot_id"]),
+                owner=str(r["owner"]),
+                created_ms=int(r["created_at_ms"]),
+                expires_ms=int(r["expires_at_ms"]),
+                origin=str(r["origin"]),
+            )
+            for r in found
+            if env is None or r["env"] == env
+        ]
+        return sorted(members, key=lambda m: (m.env, m.kind, m.clone))
 
     def remove(self, env: str, clones: Iterable[str] | None = None) -> None:
         """Delete an environment's rows (or some of them); a concurrent janitor may race us."""

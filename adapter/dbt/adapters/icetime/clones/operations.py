@@ -14,7 +14,7 @@ from dbt.adapters.icetime.clones import report, selection, spec
 from dbt.adapters.icetime.clones.environments import Environments, Records, SourceObject
 from dbt.adapters.icetime.clones.service import Cloner, CloneRequest
 from dbt.adapters.icetime.metadata import TableName
-from dbt.adapters.icetime.metadata.points import format_ms, parse_point
+from dbt.adapters.icetime.metadata.points import format_age, format_ms, parse_point
 from dbt.adapters.icetime.services import Services
 
 # Lifetime of the clones `dbt clone` makes, unless --vars '{icetime_clone_ttl: ...}' says.
@@ -111,7 +111,7 @@ class CloneOperations:
             return "No expired environment to drop."
         listed = "\n".join(
             f"  {m.env}: {m.kind} {m.clone} (owner {m.owner}, age "
-            f"{(now - m.created_ms) / 3_600_000:.1f}h, expires {format_ms(m.expires_ms)})"
+            f"{format_age(now - m.created_ms)}, expires {format_ms(m.expires_ms)})"
             for m in due
         )
         if dry:
@@ -125,7 +125,8 @@ class CloneOperations:
 
     def report(self, env: Any) -> list[report.Line]:
         name = spec.env_name(env) if env is not None else None
-        members = self.environments.records.read(name)
+        reader, files = self.services.reader, self.services.files
+        members = self.environments.records.read_files(reader, files, name)
         if name is not None and not members:
             raise errors.ConfigurationError(errors.ENV_NOT_RECORDED.format(env=name))
         sizes = report.Sizes(self.services.reader, self.services.files)

@@ -62,6 +62,21 @@ def format_ms(instant_ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def format_age(ms: int) -> str:
+    """A span of time as a person reads it: ``45s``, ``12m``, ``3h 05m``, ``2d 4h``."""
+    seconds = max(0, ms) // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
 def parse_point(value: Any, where: str, accepted: str = errors.POINT_FORMS) -> Point:
     """One point; raises PinError naming the value and the ``accepted`` forms."""
     if isinstance(value, bool) or value is None:

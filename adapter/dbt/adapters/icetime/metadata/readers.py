@@ -60,6 +60,23 @@ class FileAccess(Protocol):
     def file_io(self) -> Any: ...
 
 
+def pyiceberg_table(reader: MetadataReader, files: FileAccess, name: TableName) -> Any:
+    """A pyiceberg Table over ``name``'s current metadata document, read by ``reader`` (no
+    Spark job when the reader is pyiceberg's), its files through ``files``."""
+    from pyiceberg.catalog.noop import NoopCatalog
+    from pyiceberg.table import StaticTable
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    location, document = reader.document(name)
+    return StaticTable(
+        identifier=tuple(str(name).split(".")),
+        metadata=TableMetadataUtil.parse_raw(document),
+        metadata_location=location,
+        io=files.file_io(),
+        catalog=NoopCatalog("icetime"),
+    )
+
+
 class SchemeFileAccess:
     """pyiceberg's FileIO chosen by each path's scheme (file:, s3:, ...), with this process's
     own credentials: the table files of a catalog the client cannot open itself (its

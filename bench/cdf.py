@@ -249,7 +249,7 @@ class Upstreams:
 
     It is reopened before each change: the dbt processes commit to the same SQLite catalog in
     between, and on SQLite a JDBC catalog that has seen another process commit cannot commit
-    again (README, "Concurrency and the SQLite catalog").
+    again (docs/iceberg-behaviour.md, "Concurrency and the SQLite catalog").
     """
 
     def __init__(self) -> None:

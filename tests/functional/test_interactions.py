@@ -54,8 +54,8 @@ class Writer:
     """Commits one row to ``table`` every ``interval`` seconds, from a thread of this process.
 
     It shares dbt's Spark session: on the embedded SQLite catalog one process is one writer (a
-    second catalog instance's commits fail with SQLITE_BUSY_SNAPSHOT: README, "Concurrency and
-    the SQLite catalog"). The source tables it writes have no write-audit-publish setting, so
+    second catalog instance's commits fail with SQLITE_BUSY_SNAPSHOT: docs/iceberg-behaviour.md,
+    "Concurrency and the SQLite catalog"). The source tables it writes have no write-audit-publish setting, so
     its commits go to main even while a branch run has set spark.wap.branch.
     """
 

@@ -1,7 +1,7 @@
 """The concurrency soak, short: about a minute of a writer committing every second while dbt
 takes turns at unpinned, pinned and CDF runs, environment creation and the janitor.
 
-The long version is ``python -m tests.soak --seconds 300`` (README, "Concurrency soak").
+The long version is ``python -m tests.soak --seconds 300`` (docs/testing.md, "Concurrency soak").
 """
 
 from __future__ import annotations

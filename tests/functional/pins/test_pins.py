@@ -340,10 +340,11 @@ class TestSchemaModes(PinProject):
         assert sql(project, "select * from {s}.evolving_copy", "all") == [(1, "a", 1.5, None)]
 
     def test_bad_schema_mode(self, project: Any) -> None:
-        output = run_dbt_and_capture(
-            ["run", "--vars", json.dumps({"pin_schema_mode": "future"})], expect_pass=False
-        )[1]
-        assert "'future' is not a schema mode; accepted: snapshot_time, current" in output
+        """Checked once, before any model runs: the run stops with one message."""
+        output = run_failing(["run", "--vars", json.dumps({"pin_schema_mode": "future"})])
+        said = "pin_schema_mode: 'future' is not a schema mode; accepted: snapshot_time, current"
+        assert said in output and output.count("is not a schema mode") == 1, output
+        assert " START " not in output  # no model began
 
 
 class TestProtectedTarget(PinProject):

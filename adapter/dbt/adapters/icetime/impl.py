@@ -72,7 +72,12 @@ from dbt.adapters.icetime.metadata.stats import TEXT_STATS, table_stats
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.guard import ProtectedTargets
 from dbt.adapters.icetime.pins.reads import pinned_read
-from dbt.adapters.icetime.pins.session import Deferral, PinSession
+from dbt.adapters.icetime.pins.session import (
+    SCHEMA_MODE_KEY,
+    Deferral,
+    PinSession,
+    check_schema_modes,
+)
 from dbt.adapters.icetime.pins.spec import PIN_VAR
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.retention import Retention
@@ -403,13 +408,14 @@ class IcetimeAdapter(SparkAdapter):
         if graph:
             self.builds().check_run_var()
             self.builds().check_configs(graph, run_selection())
-            self.pin_session().prepare_early(graph, run_selection(), self._pin_var())
+            check_schema_modes(graph, run_selection(), self._run_var(SCHEMA_MODE_KEY))
+            self.pin_session().prepare_early(graph, run_selection(), self._run_var(PIN_VAR))
 
-    def _pin_var(self) -> Any:
-        """``var('pin_snapshot')`` as the run's models see it: --vars, else the project's."""
-        if PIN_VAR in self.config.cli_vars:
-            return self.config.cli_vars[PIN_VAR]
-        return self.config.vars.to_dict().get(PIN_VAR)
+    def _run_var(self, name: str) -> Any:
+        """``var(name)`` as the run's models see it: --vars, else the project's."""
+        if name in self.config.cli_vars:
+            return self.config.cli_vars[name]
+        return self.config.vars.to_dict().get(name)
 
     def pin_session(self) -> PinSession:
         if self._pin_session is None:

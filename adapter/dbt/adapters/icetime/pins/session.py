@@ -27,6 +27,7 @@ from dbt.adapters.icetime.pins.spec import PinRequest, parse_request, pin_point
 RUN_START = "run start"
 NEWER_THAN_RUN_START = "current (newer than run start)"
 SCHEMA_MODES = ("snapshot_time", "current")
+SCHEMA_MODE_KEY = "pin_schema_mode"  # the var and the model config
 
 
 @dataclass(frozen=True)
@@ -479,6 +480,18 @@ def all_names(graph: Mapping[str, Any], catalog: str | None) -> set[str]:
         if item is not None:
             names.update(item.names)
     return names
+
+
+def check_schema_modes(graph: Mapping[str, Any], selected: list[str], run_value: Any) -> None:
+    """Every pin_schema_mode the run would read (its var, each selected model's config),
+    checked once before anything is built: a bad one stops the run, not each model."""
+    if run_value is not None:
+        check_schema_mode(run_value, SCHEMA_MODE_KEY)
+    nodes = graph.get("nodes", {})
+    for uid in selected:
+        value = ((nodes.get(uid) or {}).get("config") or {}).get(SCHEMA_MODE_KEY)
+        if value is not None:
+            check_schema_mode(value, f"pin_schema_mode of {uid}")
 
 
 def check_schema_mode(value: Any, where: str) -> str:

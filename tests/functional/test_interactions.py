@@ -55,8 +55,8 @@ class Writer:
 
     It shares dbt's Spark session: on the embedded SQLite catalog one process is one writer (a
     second catalog instance's commits fail with SQLITE_BUSY_SNAPSHOT: docs/iceberg-behaviour.md,
-    "Concurrency and the SQLite catalog"). The source tables it writes have no write-audit-publish setting, so
-    its commits go to main even while a branch run has set spark.wap.branch.
+    "Concurrency and the SQLite catalog"). The source tables it writes have no write-audit-publish
+    setting, so its commits go to main even while a branch run has set spark.wap.branch.
     """
 
     def __init__(self, table: str, first_id: int, interval: float = 0.2) -> None:

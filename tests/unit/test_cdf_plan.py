@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -97,6 +98,18 @@ def test_a_rebuild_after_the_watermark_is_one_change_against_the_watermark() -> 
         (3, 2, REPLACED),
         (4, 3, APPEND),
     ]
+    # A rebuild that changed a column's type beyond what Iceberg widens cannot be diffed.
+    long_id = Schema(0, (SchemaField(1, "id", "long", True),))
+    text_id = Schema(1, (SchemaField(1, "id", "string", True),))
+    retyped = synthetic_table(
+        [],
+        snapshots=(snap(1, None, "append"), replace(snap(2, None, "append"), schema_id=1)),
+        schemas=(long_id, text_id),
+        table_uuid=UUID,
+    )
+    gap = plan_range(retyped, Watermark(UUID, 1), 2)
+    assert isinstance(gap, HistoryGap)
+    assert "column id changed from long to string" in gap.reason
     # A root older than the watermark is the table's first lineage: a restore went past it.
     restored = table(snap(1, None, "append"), snap(2, 1, "append"), current=1)
     gap = plan_range(restored, Watermark(UUID, 2), 1)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.metadata.evolution import normal_type, widens
 from dbt.adapters.icetime.metadata.model import Operation, Snapshot, TableMetadata
 from dbt.adapters.icetime.metadata.points import format_ms
 
@@ -132,6 +133,12 @@ def plan_range(
         rebuilt = _replaced_after(metadata, watermark, chain)
         if not rebuilt:
             return gap(_not_reached(metadata, watermark, to_snapshot))
+        changed = _type_changed(metadata, watermark.snapshot_id, chain[-1].snapshot_id)
+        if changed is not None:
+            return gap(
+                f"the table was rebuilt after it (create or replace) with {changed}, so its "
+                "rows before and after cannot be compared"
+            )
     commits = tuple(
         Commit(
             ordinal=i,
@@ -214,6 +221,19 @@ def _replaced_after(metadata: TableMetadata, watermark: Watermark, chain: list[S
         return False
     root = chain[-1]
     return root.parent_id is None and root.timestamp_ms >= marked.timestamp_ms
+
+
+def _type_changed(metadata: TableMetadata, before: int, after: int) -> str | None:
+    """A column the two snapshots share (by field id) whose type changed in a way Iceberg
+    cannot widen: "column id from long to string"; None when every shared column compares."""
+    old, new = metadata.schema_for_snapshot(before), metadata.schema_for_snapshot(after)
+    for field in new.fields:
+        was = old.field_by_id(field.field_id)
+        if was is None or was.type == field.type:
+            continue
+        if not widens(normal_type(was.type), normal_type(field.type)):
+            return f"column {field.name} changed from {was.type} to {field.type}"
+    return None
 
 
 def _not_reached(metadata: TableMetadata, watermark: Watermark, to_snapshot: int) -> str:

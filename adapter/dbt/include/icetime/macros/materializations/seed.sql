@@ -21,7 +21,7 @@
     {%- set sql = icetime_seed_create(this, columns, replace=false) -%}
     {%- do icetime_seed_load(columns, agate_table) -%}
   {%- elif full_refresh_mode or not icetime_seed_evolve(old_relation, columns) -%}
-    {{ log("icetime: " ~ this ~ ": replacing the table (--full-refresh, or a column type Iceberg cannot change in place); its history and tags are kept, and change feeds reading it see a history gap", info=true) }}
+    {{ log("icetime: " ~ this ~ ": replacing the table (--full-refresh, or a column type Iceberg cannot change in place); its history and tags are kept; change feeds read it as its changes when every column compares, else as a history gap", info=true) }}
     {%- set sql = icetime_seed_create(this, columns, replace=true) -%}
     {%- do icetime_seed_load(columns, agate_table) -%}
   {%- else -%}

@@ -43,28 +43,29 @@ MODELS = {
 PR_RUN = ["run", "--target", "pr", "--vars", "{skip_unchanged: true}", "--defer", "--state"]
 
 
-class TestReuseProduction(PackageProject):
+def templated_sources(unique_schema: str) -> str:
+    """The sources are production's in every target (an environment passes its clones')."""
+    return raw_sources("events", "devices").replace(
+        "{{ target.schema }}", f"{{{{ var('raw', '{unique_schema}') }}}}"
+    )
+
+
+class ProductionProject(PackageProject):
+    """Production (`default`), a pull-request target, and environment e1's schema."""
+
     @pytest.fixture(autouse=True)
     def clean_environments(self, project: Any) -> Any:
         yield
         drop_environments(project)  # the clones pin production's tables
 
     @pytest.fixture(scope="class")
-    def models(self, unique_schema: str) -> dict[str, str]:
-        # The sources are production's in every target (an environment passes its clones').
-        sources = raw_sources("events", "devices").replace(
-            "{{ target.schema }}", f"{{{{ var('raw', '{unique_schema}') }}}}"
-        )
-        return {"sources.yml": sources, **MODELS}
-
-    @pytest.fixture(scope="class")
     def profiles_config_update(
         self, dbt_profile_target: dict[str, Any], unique_schema: str
     ) -> dict[str, Any]:
-        """Production (`default`), a pull-request target, and environment e1's schema."""
         return with_targets(dbt_profile_target, unique_schema, pr="_pr", e1="__e1")
 
-    def test_unchanged_models_are_cloned_changed_ones_built(self, project: Any) -> None:
+    def build_production(self, project: Any) -> Path:
+        """The sources' first rows, production built; the state of its build."""
         install_package(project)
         sql(project, "create table {s}.events (id bigint, kind string) using iceberg")
         sql(project, "create table {s}.devices (id bigint, name string) using iceberg")
@@ -73,6 +74,16 @@ class TestReuseProduction(PackageProject):
         run_dbt(["run"])
         state = Path(project.project_root, "prod_state")
         shutil.copytree(Path(project.project_root, "target"), state)
+        return state
+
+
+class TestReuseProduction(ProductionProject):
+    @pytest.fixture(scope="class")
+    def models(self, unique_schema: str) -> dict[str, str]:
+        return {"sources.yml": templated_sources(unique_schema), **MODELS}
+
+    def test_unchanged_models_are_cloned_changed_ones_built(self, project: Any) -> None:
+        state = self.build_production(project)
         prod, pr = project.test_schema, f"{project.test_schema}_pr"
 
         # Nothing differs: every model is a zero-copy clone of production's table.
@@ -133,24 +144,16 @@ class TestReuseProduction(PackageProject):
         assert rows(project, f"select kind, n from icetime.{env_schema}.event_counts") == [("a", 2)]
 
 
-class TestReuseThroughViewsWithTemplatedSources(PackageProject):
+class TestReuseThroughViewsWithTemplatedSources(ProductionProject):
     """The README's layout: staging views, and sources whose schema is templated per
     environment (``raw__<env>``). A view's SQL in an environment differs from production's only
     by schema names, and the sources are clones of production's at the same snapshots: the
     models over them are the same build, so they are skipped or cloned, not rebuilt."""
 
-    @pytest.fixture(autouse=True)
-    def clean_environments(self, project: Any) -> Any:
-        yield
-        drop_environments(project)
-
     @pytest.fixture(scope="class")
     def models(self, unique_schema: str) -> dict[str, str]:
-        sources = raw_sources("events", "devices").replace(
-            "{{ target.schema }}", f"{{{{ var('raw', '{unique_schema}') }}}}"
-        )
         return {
-            "sources.yml": sources,
+            "sources.yml": templated_sources(unique_schema),
             "stg_events.sql": (
                 "{{ config(materialized='view') }}\n"
                 "select id, kind from {{ source('raw', 'events') }}"
@@ -159,29 +162,16 @@ class TestReuseThroughViewsWithTemplatedSources(PackageProject):
             "devices_t.sql": MODELS["devices_t.sql"],
         }
 
-    @pytest.fixture(scope="class")
-    def profiles_config_update(
-        self, dbt_profile_target: dict[str, Any], unique_schema: str
-    ) -> dict[str, Any]:
-        return with_targets(dbt_profile_target, unique_schema, pr="_pr", e2="__e2")
-
     def test_models_over_views_and_cloned_sources_are_reused(self, project: Any) -> None:
-        install_package(project)
-        sql(project, "create table {s}.events (id bigint, kind string) using iceberg")
-        sql(project, "create table {s}.devices (id bigint, name string) using iceberg")
-        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b'), (3, 'a')")
-        sql(project, "insert into {s}.devices values (1, 'radar')")
-        run_dbt(["run"])
-        state = Path(project.project_root, "prod_state")
-        shutil.copytree(Path(project.project_root, "target"), state)
-        env_schema = f"{project.test_schema}__e2"
+        state = self.build_production(project)
+        env_schema = f"{project.test_schema}__e1"
         operation(
             "create_environment",
-            {"env": "e2", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
+            {"env": "e1", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
         )
 
         # In the environment (its sources are the clones): nothing to build.
-        in_env = ["run", "--target", "e2", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}"]
+        in_env = ["run", "--target", "e1", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}"]
         results = run_dbt(in_env)
         assert {r.node.name: str(r.status) for r in results} == dict.fromkeys(
             ("stg_events", "event_counts", "devices_t"), "no-op"

@@ -15,7 +15,7 @@ SOURCES = raw_sources("events")
 BAD_CREATE = {
     "ttl_words": ({"ttl": "7 days"}, "TTL '7 days' is not accepted"),
     "ttl_negative": ({"ttl": "-1d"}, "TTL '-1d' is not accepted"),
-    "ttl_zero": ({"ttl": "0h"}, "must be more than 0 minutes"),
+    "ttl_zero": ({"ttl": "0h"}, "must be more than 0 seconds"),
     "ttl_huge": ({"ttl": "400d"}, "at most 366 days"),
     "env_quote": ({"env": "pr'1"}, 'Environment name "pr\'1" is not accepted'),
     "env_dot": ({"env": "pr.1"}, "Environment name 'pr.1' is not accepted"),

@@ -118,6 +118,10 @@ class TestReplayAfterARestoreAndAnExpiry(PackageProject):
         output = run_failing(["run", "--vars", pin])
         assert f"snapshot {bad}" in output and "it has expired" in output, output
         assert snapshots(project, "payment_total") == built  # nothing built
+        # A diff from that instant is refused the same way: never against the restored-to one.
+        args = json.dumps({"relation": table, "from": while_bad})
+        output = run_failing(["run-operation", "icetime.diff", "--args", args])
+        assert f"snapshot {bad}" in output and "it has expired" in output, output
 
         # An instant before the bad change, and one after the restore, still replay exactly.
         sql(project, "insert into {s}.payments values (3)")

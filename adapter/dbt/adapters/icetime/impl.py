@@ -67,7 +67,6 @@ from dbt.adapters.icetime.metadata import (
     choose_reader,
 )
 from dbt.adapters.icetime.metadata.evolution import plan_evolution
-from dbt.adapters.icetime.metadata.resolve import ArchivedHistory
 from dbt.adapters.icetime.metadata.stats import TEXT_STATS, table_stats
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.guard import ProtectedTargets
@@ -436,13 +435,9 @@ class IcetimeAdapter(SparkAdapter):
                 invocation_id=get_invocation_id(),
                 branch=self.wap_branch(),
                 deferral=deferral,
-                archive=self._archived,
+                archive=expire.archived(self.icetime_catalog(), self.execute, self._fetch_rows),
             )
         return self._pin_session
-
-    def _archived(self, metadata: TableMetadata) -> ArchivedHistory:
-        archive = expire.Archive(self.icetime_catalog(), self.execute)
-        return archive.history_of(metadata.table_uuid, self._fetch_rows)
 
     def protected_targets(self) -> ProtectedTargets:
         if self._protected_targets is None:

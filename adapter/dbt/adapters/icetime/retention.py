@@ -22,6 +22,7 @@ from dbt.adapters.icetime.cdf.plan import Watermark
 from dbt.adapters.icetime.cdf.state import load_state
 from dbt.adapters.icetime.clones.service import TAG_PREFIX
 from dbt.adapters.icetime.config import is_history_snapshot, reads_changes
+from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtSnapshot, Point
 from dbt.adapters.icetime.metadata.resolve import resolve
@@ -40,6 +41,8 @@ class Retention:
         # Per pins file: table -> the snapshot id it read (read once, before any expiry).
         self.recorded = self._recorded_pins(keep_pins)
         self._cdf_state: list[tuple[str, str, Watermark]] | None = None
+        # A configured timestamp before a table's snapshot log resolves in the expiries' archive.
+        self._archive = expire.archived(services.catalog, services.execute, services.fetch)
 
     def held(self, table: TableName, metadata: TableMetadata, now_ms: int) -> Reasons:
         """Every snapshot of ``table`` that must not expire, with the reasons."""
@@ -112,7 +115,7 @@ class Retention:
                 pins.append((item.own_point, f"the pin_snapshot configured on {node['name']}"))
         for point, why in pins:
             try:
-                pinned = resolve(metadata, point, now_ms).snapshot_id
+                pinned = resolve(metadata, point, now_ms, self._archive).snapshot_id
             except errors.PinError:
                 continue  # a pin that no longer resolves holds nothing
             held.setdefault(pinned, []).append(why)

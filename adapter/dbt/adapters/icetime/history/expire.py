@@ -206,6 +206,14 @@ class Archive:
                 )
 
 
+def archived(
+    catalog: str | None, execute: Callable[[str], object], fetch: Fetch
+) -> Callable[[TableMetadata], ArchivedHistory]:
+    """What icetime archived of a table, for resolving an instant before its snapshot log."""
+    archive = Archive(catalog, execute)
+    return lambda metadata: archive.history_of(metadata.table_uuid, fetch)
+
+
 def trims_log(plan: ExpiryPlan) -> bool:
     """Whether the expiry will trim the snapshot log: Iceberg drops the log's entries up to
     the last one whose snapshot it removes."""

@@ -15,7 +15,7 @@ from dbt.adapters.icetime.history.targets import SelectNodes, resolve_targets
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
 from dbt.adapters.icetime.metadata.points import AtTimestamp, parse_point
-from dbt.adapters.icetime.metadata.resolve import resolve
+from dbt.adapters.icetime.metadata.resolve import Archive, resolve
 from dbt.adapters.icetime.services import Services
 
 
@@ -57,6 +57,10 @@ class HistoryOperations:
             self.select_nodes,
         )
 
+    def _archive(self) -> Archive:
+        """The expiries' archive, for a timestamp before a table's snapshot log."""
+        return expire.archived(self.services.catalog, self.services.execute, self.services.fetch)
+
     def _one(self, model: Any, relation: Any, what: str) -> TableName:
         tables = self._targets(model, relation, None)
         if len(tables) != 1:
@@ -75,6 +79,7 @@ class HistoryOperations:
             self.services.execute,
             self.services.catalog,
             time.perf_counter,
+            self._archive(),
         )
         now = int(time.time() * 1000)
         plans = [(table, restorer.plan(table, point, now)) for table in tables]
@@ -155,9 +160,10 @@ class HistoryOperations:
         shown = 0 if rows in (0, False, None) else args.positive_int(rows, "rows")
         metadata = self.services.reader.table(table)
         now = int(time.time() * 1000)
-        a = resolve(metadata, parse_point(from_, "from"), now).snapshot_id
+        archive = self._archive()
+        a = resolve(metadata, parse_point(from_, "from"), now, archive).snapshot_id
         b = (
-            resolve(metadata, parse_point(to, "to"), now).snapshot_id
+            resolve(metadata, parse_point(to, "to"), now, archive).snapshot_id
             if to is not None
             else metadata.current_snapshot_id
         )

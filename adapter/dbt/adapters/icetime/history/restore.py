@@ -18,7 +18,7 @@ from dbt.adapters.icetime import errors, properties, system
 from dbt.adapters.icetime.metadata import MetadataReader, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles, missing_files
 from dbt.adapters.icetime.metadata.points import Point, format_ms
-from dbt.adapters.icetime.metadata.resolve import resolve
+from dbt.adapters.icetime.metadata.resolve import Archive, resolve
 from dbt.adapters.icetime.sql import set_properties_sql
 
 KEPT_RESTORES = 50
@@ -48,13 +48,15 @@ class Restorer:
     catalog: str | None
     # Seconds, for timing the file check apart from the restore.
     clock: Callable[[], float]
+    # The expiries' archive: a timestamp before the snapshot log is resolved there.
+    archive: Archive | None = None
 
     def plan(self, table: TableName, point: Point, now_ms: int) -> Restore:
         try:
             metadata = self.reader.table(table)
         except errors.TableNotFoundError as exc:
             raise errors.ConfigurationError(errors.RESTORE_NOT_ICEBERG.format(table=table)) from exc
-        target = resolve(metadata, point, now_ms)
+        target = resolve(metadata, point, now_ms, self.archive)
         current = metadata.current_snapshot_id
         if target.snapshot_id == current:
             raise errors.ConfigurationError(

@@ -198,6 +198,7 @@ def resolved_at(project: Any, instant: str) -> int | Exception:
     """The snapshot a timestamp pin at ``instant`` resolves to, as a run resolves it (the
     adapter's reader and archive), or the refusal."""
     from dbt.adapters.icetime.errors import PinError
+    from dbt.adapters.icetime.history import expire
     from dbt.adapters.icetime.metadata import TableName
     from dbt.adapters.icetime.metadata.points import parse_point
     from dbt.adapters.icetime.metadata.resolve import resolve
@@ -209,7 +210,9 @@ def resolved_at(project: Any, instant: str) -> int | Exception:
         )
         try:
             point = parse_point(instant, "pin_snapshot")
-            return resolve(metadata, point, int(time.time() * 1000), adapter._archived).snapshot_id
+            services = adapter.services()
+            archive = expire.archived(services.catalog, services.execute, services.fetch)
+            return resolve(metadata, point, int(time.time() * 1000), archive).snapshot_id
         except PinError as exc:
             return exc
 

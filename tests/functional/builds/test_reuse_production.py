@@ -76,6 +76,17 @@ class ProductionProject(PackageProject):
         shutil.copytree(Path(project.project_root, "target"), state)
         return state
 
+    def environment(self, project: Any) -> tuple[str, list[str]]:
+        """Environment e1, cloned from production; its schema, and a skipping run there
+        (its sources are the clones)."""
+        env_schema = f"{project.test_schema}__e1"
+        operation(
+            "create_environment",
+            {"env": "e1", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
+        )
+        variables = f"{{raw: {env_schema}, skip_unchanged: true}}"
+        return env_schema, ["run", "--target", "e1", "--vars", variables]
+
 
 class TestReuseProduction(ProductionProject):
     @pytest.fixture(scope="class")
@@ -126,12 +137,7 @@ class TestReuseProduction(ProductionProject):
         """icetime.create_environment clones production with its build records; a skipping run
         there builds nothing that production's build already holds."""
         run_dbt(["run"])  # production catches up with the source the last test moved
-        env_schema = f"{project.test_schema}__e1"
-        operation(
-            "create_environment",
-            {"env": "e1", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
-        )
-        in_env = ["run", "--target", "e1", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}"]
+        env_schema, in_env = self.environment(project)
         results = run_dbt(in_env)
         assert {str(r.status) for r in results} == {"no-op"}, [r.message for r in results]
         # A commit to the environment's clone of a source builds what reads it, there only.
@@ -164,14 +170,9 @@ class TestReuseThroughViewsWithTemplatedSources(ProductionProject):
 
     def test_models_over_views_and_cloned_sources_are_reused(self, project: Any) -> None:
         state = self.build_production(project)
-        env_schema = f"{project.test_schema}__e1"
-        operation(
-            "create_environment",
-            {"env": "e1", "ttl": "1h", "from_schema": project.test_schema, "owner": "ci"},
-        )
+        env_schema, in_env = self.environment(project)
 
         # In the environment (its sources are the clones): nothing to build.
-        in_env = ["run", "--target", "e1", "--vars", f"{{raw: {env_schema}, skip_unchanged: true}}"]
         results = run_dbt(in_env)
         assert {r.node.name: str(r.status) for r in results} == dict.fromkeys(
             ("stg_events", "event_counts", "devices_t"), "no-op"

@@ -24,7 +24,6 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.behavior_flags import Behavior, BehaviorFlag
 from dbt_common.clients.agate_helper import build_type_tester, table_from_rows
 from dbt_common.contracts.constraints import ConstraintType
-from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.icetime import args, errors, faults, wap
@@ -56,6 +55,7 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history import log as history_log
 from dbt.adapters.icetime.history.operations import HistoryOperations
+from dbt.adapters.icetime.listing import Listing
 from dbt.adapters.icetime.metadata import (
     FallbackReader,
     FileAccess,
@@ -83,14 +83,6 @@ from dbt.adapters.icetime.retention import Retention
 from dbt.adapters.icetime.selection import select_unique_ids
 from dbt.adapters.icetime.services import Services, project_root, run_flags, run_selection
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
-
-SHOW_RELATIONS_MACRO = "icetime__show_relations"
-# Errors that mean the namespace truly does not exist (an answer, not a failure).
-NAMESPACE_MISSING_MARKERS = (
-    "NoSuchNamespaceException",
-    "[SCHEMA_NOT_FOUND]",
-    "NoSuchDatabaseException",
-)
 
 
 class IcetimeAdapter(SparkAdapter):
@@ -145,53 +137,13 @@ class IcetimeAdapter(SparkAdapter):
     # -- relations ---------------------------------------------------------------------------
 
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
-        """Tables and views of one namespace from two catalog listings; fails closed.
-
-        A namespace that does not exist is an empty answer. Any other failure raises: a
-        listing that silently came back empty would make dbt rebuild existing tables. When this
-        client can open the catalog database, the listing is one query there (no Spark).
-        """
-        direct = self._catalog_database(schema_relation.database)
-        if direct is not None and schema_relation.schema:
-            try:
-                in_catalog = direct.relations(schema_relation.schema)
-            except errors.CatalogError as exc:
-                raise errors.CatalogError(
-                    errors.LISTING_FAILED.format(schema=schema_relation, reason=exc.msg)
-                ) from exc
-            return [
-                self._relation(
-                    schema_relation.database,
-                    schema_relation.schema,
-                    name,
-                    RelationType.View if is_view else RelationType.Table,
-                )
-                for name, is_view in in_catalog
-            ]
-        try:
-            tables, views = (
-                self.execute_macro(
-                    SHOW_RELATIONS_MACRO, kwargs={"schema_relation": schema_relation, "kind": kind}
-                )
-                for kind in ("tables", "views")
-            )
-        except DbtRuntimeError as exc:
-            message = str(getattr(exc, "msg", exc))
-            if any(marker in message for marker in NAMESPACE_MISSING_MARKERS):
-                return []
-            raise errors.CatalogError(
-                errors.LISTING_FAILED.format(schema=schema_relation, reason=message)
-            ) from exc
-        database = schema_relation.database
-        relations: list[BaseRelation] = []
-        listed = ((tables, RelationType.Table, "tableName"), (views, RelationType.View, "viewName"))
-        for rows, kind, column in listed:
-            relations.extend(
-                self._relation(database, row["namespace"], row[column], kind)
-                for row in rows
-                if not row["isTemporary"]
-            )
-        return relations
+        """Tables and views of one namespace; fails closed (``listing.py``)."""
+        listing = Listing(
+            self._catalog_database(schema_relation.database),
+            self._relation,
+            lambda macro, kwargs: self.execute_macro(macro, kwargs=dict(kwargs)),
+        )
+        return listing.relations(schema_relation)
 
     def list_schemas(self, database: str) -> list[str]:
         direct = self._catalog_database(database)

@@ -22,7 +22,7 @@ from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySuppor
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.behavior_flags import Behavior, BehaviorFlag
-from dbt_common.clients.agate_helper import build_type_tester, table_from_rows
+from dbt_common.clients.agate_helper import table_from_rows
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.invocation import get_invocation_id
 
@@ -67,7 +67,7 @@ from dbt.adapters.icetime.metadata import (
     choose_reader,
 )
 from dbt.adapters.icetime.metadata.evolution import plan_evolution
-from dbt.adapters.icetime.metadata.stats import TEXT_STATS, table_stats
+from dbt.adapters.icetime.metadata.stats import catalog_rows, catalog_table, table_stats
 from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.guard import ProtectedTargets
 from dbt.adapters.icetime.pins.reads import pinned_read
@@ -228,19 +228,7 @@ class IcetimeAdapter(SparkAdapter):
         # A table's snapshot, history and inputs, from its metadata (fails closed).
         is_table = relation.type == RelationType.Table
         stats = table_stats(self.table_metadata(relation)) if is_table else {}
-        for column in self.get_columns_in_relation(relation):
-            as_dict = column.to_column_dict()
-            as_dict["column_name"] = as_dict.pop("column", None)
-            as_dict["column_type"] = as_dict.pop("dtype")
-            as_dict["column_comment"] = as_dict.pop("comment", None)
-            as_dict.update(stats)
-            as_dict["table_database"] = relation.database
-            # Catalog positions count from 1, as information_schema's ordinal_position does.
-            as_dict["column_index"] = int(as_dict["column_index"]) + 1
-            if as_dict.get("table_owner") == "None":
-                # dbt-spark stringifies a missing owner; Iceberg views record none.
-                as_dict["table_owner"] = None
-            yield as_dict
+        return catalog_rows(relation.database, self.get_columns_in_relation(relation), stats)
 
     def _get_one_catalog(
         self,
@@ -252,18 +240,14 @@ class IcetimeAdapter(SparkAdapter):
         id has 19 digits, which the float dbt would infer cannot hold."""
         if len(schemas) != 1:
             return super()._get_one_catalog(information_schema, schemas, used_schemas)
-        import agate
-
         (schema,) = schemas
-        columns = [
-            column
-            for relation in self.list_relations(information_schema.database, schema)
-            for column in self._get_columns_for_catalog(relation)
-        ]
-        # Only stats some relation has: agate warns of a typed column no row holds (a schema
-        # whose tables have no build record, say).
-        present = [key for key in TEXT_STATS if any(key in column for column in columns)]
-        return agate.Table.from_object(columns, column_types=build_type_tester(present))
+        return catalog_table(
+            [
+                column
+                for relation in self.list_relations(information_schema.database, schema)
+                for column in self._get_columns_for_catalog(relation)
+            ]
+        )
 
     # -- around every model --------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ icetime built it from cost no data read.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dbt.adapters.icetime import properties
@@ -56,3 +57,33 @@ def table_stats(metadata: TableMetadata) -> dict[str, Any]:
             )
         )
     return stats
+
+
+def catalog_rows(
+    database: str | None, columns: Iterable[Any], stats: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """dbt's catalog rows of one relation: its columns, each with the relation's stats."""
+    for column in columns:
+        row = column.to_column_dict()
+        row["column_name"] = row.pop("column", None)
+        row["column_type"] = row.pop("dtype")
+        row["column_comment"] = row.pop("comment", None)
+        row.update(stats)
+        row["table_database"] = database
+        # Catalog positions count from 1, as information_schema's ordinal_position does.
+        row["column_index"] = int(row["column_index"]) + 1
+        if row.get("table_owner") == "None":
+            # dbt-spark stringifies a missing owner; Iceberg views record none.
+            row["table_owner"] = None
+        yield row
+
+
+def catalog_table(rows: list[dict[str, Any]]) -> Any:
+    """The rows as dbt's agate table, the stats kept as text (a 19-digit snapshot id does not
+    fit the float dbt would infer). Only stats some row has are typed: agate warns of a typed
+    column no row holds (a schema whose tables have no build record, say)."""
+    import agate
+    from dbt_common.clients.agate_helper import build_type_tester
+
+    present = [key for key in TEXT_STATS if any(key in row for row in rows)]
+    return agate.Table.from_object(rows, column_types=build_type_tester(present))

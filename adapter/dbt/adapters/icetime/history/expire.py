@@ -145,8 +145,9 @@ class Archive:
         system.ensure_table(self.execute, self.log_name, LOG_COLUMNS)
 
     def add(self, plans: Sequence[ExpiryPlan], now_ms: int) -> None:
-        """Archive the expiring snapshots; ones already archived (by an expiry that failed
-        after archiving, then ran again) are not added twice."""
+        """Archive the expiring snapshots, and the snapshot log of each table whose log the
+        expiry will trim; snapshots already archived (by an expiry that failed after archiving,
+        then ran again) are not added twice."""
         rows = [
             "("
             + ", ".join(

@@ -87,19 +87,18 @@ def _selected(
     if PLAIN.match(pattern):
         glob = pattern.lower()
 
-        def matches(node: Mapping[str, Any], *spellings: str) -> bool:
+        def matches(*spellings: str) -> bool:
             return any(fnmatch.fnmatchcase(s.lower(), glob) for s in spellings if s)
 
         found = [
             n
             for n in nodes
-            if matches(n, n["name"], f"{n.get('schema')}.{n.get('alias') or n['name']}")
+            if matches(n["name"], f"{n.get('schema')}.{n.get('alias') or n['name']}")
         ]
         found += [
             s
             for s in sources.values()
             if matches(
-                s,
                 s["name"],
                 s.get("identifier") or "",
                 f"{s.get('schema')}.{s.get('identifier') or s['name']}",
@@ -116,10 +115,8 @@ def _selected(
         raise errors.ConfigurationError(
             errors.SELECT_NO_TABLE.format(pattern=pattern) + f" ({exc})"
         ) from exc
-    table_like = {n["unique_id"]: n for n in nodes}
-    return [
-        table_like.get(uid) or sources[uid] for uid in chosen if uid in {**table_like, **sources}
-    ]
+    tables = {**sources, **{n["unique_id"]: n for n in nodes}}
+    return [tables[uid] for uid in chosen if uid in tables]
 
 
 def parse_relation(text: str, catalog: str | None, default_schema: str) -> TableName:

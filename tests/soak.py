@@ -121,6 +121,10 @@ class Soak:
     steps: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     consistent_runs: int = 0
+    # Whether the environment step's last run made the environment. It can lose a commit race
+    # to the writer; the janitor then sweeps every environment instead of naming one that is
+    # not there (naming it is refused, rightly).
+    environment_made: bool = False
 
     def dbt(self, step: str, *args: str) -> str | None:
         """Run dbt; count it as ok, lost a commit race, or failed (a problem)."""
@@ -166,18 +170,23 @@ class Soak:
             self.dbt(name, "run", "--select", "events_cdf")
         elif name == "environment":
             args = {"env": ENV, "ttl": "1h", "from_schema": SCHEMA, "replace": True}
-            self.dbt(
+            made = self.dbt(
                 name, "run-operation", "icetime.create_environment", "--args", json.dumps(args)
             )
+            self.environment_made = made is not None
         elif name == "janitor":
-            args = {"env": ENV, "ignore_ttl": True, "dry_run": False}
-            self.dbt(
+            sweep: dict[str, Any] = {"ignore_ttl": True, "dry_run": False}
+            if self.environment_made:
+                sweep["env"] = ENV
+            dropped = self.dbt(
                 name,
                 "run-operation",
                 "icetime.drop_expired_environments",
                 "--args",
-                json.dumps(args),
+                json.dumps(sweep),
             )
+            if dropped is not None:
+                self.environment_made = False
 
 
 @dataclass

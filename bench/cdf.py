@@ -20,7 +20,7 @@ reading, each statement); doubling the table (20 M rows in 200 files) at the sam
 count, stepped in turns with a fresh 10 M-row table; and a demo-sized upstream (40 rows) with
 three CDF models (merge, append, recompute), each against the `table` model of its shape.
 
-The cost model (adapter/dbt/adapters/icetime/cdf/cost.py) is calibrated from the curve: a
+The cost model (adapter/dbt/adapters/icetime/changes/cost.py) is calibrated from the curve: a
 least-squares line of seconds over megabytes read for each side, printed with the table.
 
 Usage: .venv/bin/python bench/cdf.py [--rows N] [--shares 0.1,1] [--repeats N] [--merge]
@@ -64,7 +64,7 @@ REFRESH = ("incremental", "full", "auto")
 SHARES = (0.0001, 0.001, 0.01, 0.05, 0.1, 0.3)
 COLUMNS = "order_id, customer_id, status, amount, updated_at, address, note"
 WARM_UP_ROWS = 100_000
-WARM_UP_CHANGED = 1_000  # more than are staged inline (cdf/values.py): the warm-up reads a file
+WARM_UP_CHANGED = 1_000  # more than are staged inline (changes/values.py): the warm-up reads a file
 Run = Callable[[str], None]  # runs one SQL statement on the deployment
 
 

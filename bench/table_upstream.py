@@ -2,7 +2,7 @@
 
 A dbt `table` model is rebuilt by `CREATE OR REPLACE TABLE ... AS SELECT` at every run: a new
 lineage, whose first snapshot has no parent. A CDF model reading it diffs the watermark's
-version against the rebuilt one (a `replaced` commit, cdf/plan.py). The alternative design
+version against the rebuilt one (a `replaced` commit, changes/plan.py). The alternative design
 keeps lineage: the rebuild is one `INSERT OVERWRITE` whose parent is the previous snapshot, as
 a seed reload is. This measures both, and the rebuild of the CDF model itself:
 

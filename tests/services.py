@@ -28,6 +28,16 @@ class PostgresServer:
     def jdbc_uri(self) -> str:
         return f"jdbc:postgresql://{self.host}:{self.port}/{self.database}"
 
+    def catalog(self, icetime_dir: Path) -> dict[str, str]:
+        """The profile keys of an icetime target whose catalog is this server."""
+        return {
+            "catalog_type": "postgres",
+            "catalog_uri": self.jdbc_uri,
+            "catalog_user": self.user,
+            "catalog_password": self.password,
+            "icetime_dir": str(icetime_dir),
+        }
+
 
 def free_port() -> int:
     with socket.socket() as sock:

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from tests.services import PostgresServer, postgres_server
-from tests.support import pyiceberg_catalog, run_dbt_process
+from tests.support import pyiceberg_catalog, run_dbt_process, write_project
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "soak"
@@ -56,17 +56,7 @@ STEPS = ("unpinned", "pinned", "cdf", "environment", "janitor")
 
 
 def profile(server: PostgresServer, home: Path) -> dict[str, Any]:
-    return {
-        "type": "icetime",
-        "method": "session",
-        "schema": SCHEMA,
-        "catalog_type": "postgres",
-        "catalog_uri": server.jdbc_uri,
-        "catalog_user": server.user,
-        "catalog_password": server.password,
-        "icetime_dir": str(home),
-        "threads": 1,
-    }
+    return {"schema": SCHEMA, **server.catalog(home), "threads": 1}
 
 
 # ----------------------------------------------------------------------------- the writer
@@ -219,25 +209,8 @@ def run_soak(base: Path, seconds: float, interval: float = 1.0) -> SoakReport:
     with postgres_server() as server:
         home = base / ".icetime"
         project = base / "project"
-        (project / "models").mkdir(parents=True)
-        target = profile(server, home)
-        (project / "dbt_project.yml").write_text(
-            yaml.safe_dump(
-                {
-                    "name": "soak",
-                    "version": "1.0",
-                    "profile": "soak",
-                    # CDF runs apply changes (on these small tables `auto` would rebuild).
-                    "models": {"+cdf_refresh": "incremental"},
-                }
-            )
-        )
-        (project / "profiles.yml").write_text(
-            yaml.safe_dump({"soak": {"target": "dev", "outputs": {"dev": target}}})
-        )
-        (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
-        for name, text in MODELS.items():
-            (project / "models" / name).write_text(text)
+        target = {"type": "icetime", "method": "session", **profile(server, home)}
+        write_project(project, profile(server, home), MODELS, name="soak", package=True)
         (base / "target.yml").write_text(yaml.safe_dump(target))
         soak = Soak(project, target)
         assert soak.dbt("deps", "deps") is not None, soak.problems

@@ -10,6 +10,7 @@ import datetime as dt
 import io
 import json
 import os
+import random
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import yaml
 from dbt.tests.util import run_dbt_and_capture
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.icetime.changes import values
 from dbt.adapters.icetime.metadata.model import (
     Ref,
     Schema,
@@ -44,26 +46,38 @@ class DbtResult:
     output: str
 
 
-def write_project(root: Path, profile: dict[str, Any], models: dict[str, str]) -> Path:
-    """A minimal dbt project with its own profiles.yml, as `dbt init` would leave it."""
+def write_project(
+    root: Path,
+    profile: dict[str, Any],
+    models: dict[str, str],
+    name: str = "probe",
+    macros: dict[str, str] | None = None,
+    package: bool = False,
+) -> Path:
+    """A minimal dbt project with its own profiles.yml, as `dbt init` would leave it (with the
+    icetime package installed from this checkout when ``package``)."""
     (root / "models").mkdir(parents=True, exist_ok=True)
     (root / "dbt_project.yml").write_text(
         yaml.safe_dump(
             {
-                "name": "probe",
+                "name": name,
                 "version": "1.0",
-                "profile": "probe",
+                "profile": name,
                 # As in tests/conftest.py: CDF models run incrementally unless they say.
                 "models": {"+cdf_refresh": "incremental"},
             }
         )
     )
-    target = {"type": "icetime", "method": "session", "schema": "probe", **profile}
+    target = {"type": "icetime", "method": "session", "schema": name, **profile}
     (root / "profiles.yml").write_text(
-        yaml.safe_dump({"probe": {"target": "dev", "outputs": {"dev": target}}})
+        yaml.safe_dump({name: {"target": "dev", "outputs": {"dev": target}}})
     )
-    for name, sql in models.items():
-        (root / "models" / name).write_text(sql)
+    if package:
+        (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+    for folder, files in (("models", models), ("macros", macros or {})):
+        (root / folder).mkdir(exist_ok=True)
+        for file, text in files.items():
+            (root / folder / file).write_text(text)
     return root
 
 
@@ -409,7 +423,7 @@ def drop_environments(project: Any) -> None:
     """Teardown: drop this project's environments before its schema (clones pin sources)."""
     adapter = project.adapter
     with adapter.connection_named("__test_cleanup"):
-        environments = adapter.clones().environments
+        environments = adapter.invocation().clones().environments
         for member in environments.records.read():
             if project.test_schema in member.clone:
                 environments.drop([member])
@@ -472,3 +486,64 @@ def synthetic_table(
         refs=MappingProxyType(refs or {}),
         properties=MappingProxyType({}),
     )
+
+
+ORDER_STATUSES = ("open", "paid", "shipped", "void", "held")
+# More change rows than a run stages inline (a "bulk insert" is staged as a Parquet file).
+INLINE_ROWS = values.MAX_ROWS
+
+
+class RandomOrders:
+    """Random commits on {s}.orders (order_id, status, amount), with fresh ids so order_id stays
+    unique: the upstream of the CDF and SCD property tests."""
+
+    def __init__(self, project: Any, rng: random.Random) -> None:
+        self.project = project
+        self.rng = rng
+        self.next_id = 0
+
+    def rows(self, count: int) -> str:
+        made = []
+        for _ in range(count):
+            status = self.rng.choice(ORDER_STATUSES)
+            made.append(f"({self.next_id}, '{status}', {self.rng.randint(1, 99)})")
+            self.next_id += 1
+        return ", ".join(made)
+
+    def step(self, op: str | None = None) -> str:
+        rng, s = self.rng, self.project
+        ops = ["insert", "insert", "update", "delete", "merge", "overwrite", "compact"]
+        op = op or rng.choice(ops)
+        m, r = rng.randint(2, 6), rng.randint(0, 5)
+        if op == "insert":
+            sql(s, f"insert into {{s}}.orders values {self.rows(rng.randint(1, 20))}")
+        elif op == "bulk insert":  # more change rows than are staged inline
+            sql(s, f"insert into {{s}}.orders values {self.rows(INLINE_ROWS + 1)}")
+        elif op == "update":
+            status = rng.choice(ORDER_STATUSES)
+            sql(
+                s,
+                f"update {{s}}.orders set status = '{status}', amount = amount + 1 "
+                f"where order_id % {m} = {r % m}",
+            )
+        elif op == "delete":
+            sql(s, f"delete from {{s}}.orders where order_id % {m + 3} = {r % (m + 3)}")
+        elif op == "merge":
+            sql(
+                s,
+                f"merge into {{s}}.orders t using (select * from {{s}}.orders "
+                f"where order_id % {m} = {r % m} union all select * from values "
+                f"{self.rows(3)} as v(order_id, status, amount)) u on t.order_id = u.order_id "
+                "when matched and u.amount % 2 = 0 then delete "
+                "when matched then update set t.amount = u.amount + 3 "
+                "when not matched then insert *",
+            )
+        elif op == "overwrite":
+            sql(
+                s,
+                f"insert overwrite {{s}}.orders select order_id, status, amount "
+                f"from {{s}}.orders where order_id % 9 != {r}",
+            )
+        else:
+            compact(s, "orders")
+        return op

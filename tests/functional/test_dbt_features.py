@@ -270,8 +270,8 @@ SHOW_FLAGS = """{% macro show_flags() %}
 
 
 class TestBehaviorFlags:
-    """dbt's behavior flags through the icetime adapter (named without dbt's call-stack walk,
-    behavior.py): a project's `flags:` set them, and a flag left off warns with its source."""
+    """dbt's behavior flags through the icetime adapter: a project's `flags:` set them, and a
+    flag left off warns with its source."""
 
     @pytest.fixture(scope="class")
     def project_config_update(self) -> dict[str, Any]:

@@ -23,12 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.services import PostgresServer, postgres_offline, start_postgres, stop_postgres
 from tests.support import (
-    ROOT,
     PackageProject,
     current_metadata_file,
     install_package,
@@ -39,6 +37,7 @@ from tests.support import (
     run_dbt_process,
     run_failing,
     sql,
+    write_project,
 )
 
 MODEL = (
@@ -174,36 +173,14 @@ def test_an_unreachable_postgres_catalog_stops_runs_and_operations() -> None:
 
 
 def _postgres_project(root: Path, server: PostgresServer) -> Path:
-    (root / "models").mkdir(parents=True)
-    (root / "macros").mkdir()
-    target = {
-        "type": "icetime",
-        "method": "session",
-        "schema": "fc",
-        "catalog_type": "postgres",
-        "catalog_uri": server.jdbc_uri,
-        "catalog_user": server.user,
-        "catalog_password": server.password,
-        "icetime_dir": str(root / ".icetime"),
-    }
-    (root / "dbt_project.yml").write_text(
-        yaml.safe_dump(
-            {
-                "name": "fail_closed",
-                "version": "1.0",
-                "profile": "fc",
-                # The incremental path, as in the other scopes (tests/conftest.py).
-                "models": {"+cdf_refresh": "incremental"},
-            }
-        )
-    )
-    (root / "profiles.yml").write_text(
-        yaml.safe_dump({"fc": {"target": "dev", "outputs": {"dev": target}}})
-    )
-    (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
-    (root / "macros" / "run_statements.sql").write_text(RUN_SQL)
-    (root / "models" / "sources.yml").write_text(
+    sources = (
         "version: 2\nsources:\n  - name: raw\n    schema: fc\n    tables:\n      - name: events\n"
     )
-    (root / "models" / "events_cdf.sql").write_text(MODEL)
-    return root
+    return write_project(
+        root,
+        {"schema": "fc", **server.catalog(root / ".icetime")},
+        {"sources.yml": sources, "events_cdf.sql": MODEL},
+        name="fail_closed",
+        macros={"run_statements.sql": RUN_SQL},
+        package=True,
+    )

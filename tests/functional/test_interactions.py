@@ -433,7 +433,7 @@ class TestArchiveAgainstConcurrentCommits(PackageProject):
         adapter = project.adapter
         table = TableName("icetime", project.test_schema, "twice")
         with adapter.connection_named("__test"):
-            metadata = adapter.metadata_reader().table(table)
+            metadata = adapter.invocation().environment.reader.table(table)
             now = int(time.time() * 1000) + 1000
             plan = expire.plan_expiry(metadata, table, now, retain_last=1, held={})
             archive = expire.Archive("icetime", adapter.execute)

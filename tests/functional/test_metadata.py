@@ -14,12 +14,12 @@ from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.column import iceberg_columns
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.environment import choose_reader
 from dbt.adapters.icetime.metadata import (
     FallbackReader,
     PyIcebergReader,
     SparkSqlReader,
     TableName,
-    choose_reader,
 )
 from dbt.adapters.icetime.metadata.model import (
     OPERATION,
@@ -249,7 +249,7 @@ class TestAdapterMetadata:
             over_sql = SparkSqlReader(adapter._fetch_rows).table(
                 TableName("icetime", project.test_schema, "twice")
             )
-        assert isinstance(adapter.metadata_reader(), FallbackReader)
+        assert isinstance(adapter.invocation().environment.reader, FallbackReader)
         assert meta == over_sql
         assert len(meta.snapshot_log) == 2
         assert meta.current_snapshot_id == meta.snapshot_log[-1].snapshot_id

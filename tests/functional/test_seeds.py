@@ -50,7 +50,7 @@ MODELS = {
 
 def uuid_of(project: Any, table: str) -> str:
     name = TableName("icetime", project.test_schema, table)
-    return str(project.adapter.metadata_reader().table(name).table_uuid)
+    return str(project.adapter.invocation().environment.reader.table(name).table_uuid)
 
 
 def retained(project: Any, table: str) -> set[int]:

@@ -17,10 +17,12 @@ from dbt.adapters.icetime.builds.fingerprint import canonical_sql, fingerprint, 
 from dbt.adapters.icetime.builds.plan import build_order, plan, selection
 from dbt.adapters.icetime.builds.record import (
     BuildRecord,
-    UnreadableRecord,
     read_record,
 )
-from dbt.adapters.icetime.builds.session import BuildSession, node_names
+from dbt.adapters.icetime.builds.session import BuildSession
+from dbt.adapters.icetime.errors import UnreadableRecord
+from dbt.adapters.icetime.graph import node_names
+from dbt.adapters.icetime.runvars import RunVars
 from tests.support import synthetic_table
 
 ORDERS = "icetime.raw.orders"
@@ -242,9 +244,8 @@ def test_environments_compare_built_inputs_by_their_dbt_node() -> None:
 
 
 def session(cli_vars: dict[str, Any], project_vars: dict[str, Any] | None = None) -> Any:
-    services = SimpleNamespace(
-        cli_vars=cli_vars, project_vars=project_vars or {}, catalog="icetime"
-    )
+    run_vars = RunVars(cli_vars, project_vars or {}, "p")
+    services = SimpleNamespace(vars=run_vars, catalog="icetime")
     return BuildSession(services, None, "0.1.0", lambda: False, False)  # type: ignore[arg-type]
 
 
@@ -267,7 +268,10 @@ def test_the_run_var_overrides_the_config_which_overrides_the_project() -> None:
     assert session({"skip_unchanged": "false"}).wanted(model(skip_unchanged=True)) is False
     assert session({}, {"skip_unchanged": True}).wanted(model(skip_unchanged=False)) is False
     assert session({}, {"skip_unchanged": True}).wanted(model()) is True
+    assert session({}, {"p": {"skip_unchanged": True}}).wanted(model()) is True
     assert session({}).wanted(model()) is False
+    with pytest.raises(errors.ConfigurationError, match="the project's vars"):
+        session({}, {"skip_unchanged": "often"}).wanted(model())
 
 
 def test_tables_are_named_by_their_node_here_and_in_the_deferred_state() -> None:

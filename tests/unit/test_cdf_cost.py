@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.icetime.cdf import cost
-from dbt.adapters.icetime.cdf.cost import Estimate
-from dbt.adapters.icetime.cdf.files import Touched
+from dbt.adapters.icetime.changes import cost
+from dbt.adapters.icetime.changes.cost import Estimate
+from dbt.adapters.icetime.changes.files import Touched
 
 MB = 1_000_000
 

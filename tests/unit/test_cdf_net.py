@@ -1,4 +1,4 @@
-"""The client's cancellation of a copy-on-write commit's carried-over rows (cdf/files.py)."""
+"""The client's cancellation of a copy-on-write commit's carried-over rows (changes/files.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from dbt.adapters.icetime.cdf.changes import ORD, SIGN
-from dbt.adapters.icetime.cdf.files import _net
+from dbt.adapters.icetime.changes.files import _net
+from dbt.adapters.icetime.changes.signed import ORD, SIGN
 
 
 def signed(columns: dict[str, Any], signs: list[int], ordinal: int = 0) -> Any:

@@ -8,9 +8,7 @@ from dataclasses import replace
 import pytest
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, full_sql, signed_read
-from dbt.adapters.icetime.cdf.config import history_config
-from dbt.adapters.icetime.cdf.plan import (
+from dbt.adapters.icetime.changes.plan import (
     APPEND,
     COMPACTION,
     DIFF,
@@ -18,12 +16,14 @@ from dbt.adapters.icetime.cdf.plan import (
     ChangeRange,
     HistoryGap,
     Watermark,
-    history_base,
-    history_range,
     plan_range,
+    versions_base,
+    versions_range,
 )
-from dbt.adapters.icetime.cdf.state import CdfState, load_state
+from dbt.adapters.icetime.changes.signed import Signed, changes_sql, full_sql, signed_read
+from dbt.adapters.icetime.changes.state import CdfState, load_state
 from dbt.adapters.icetime.metadata.model import Schema, SchemaField, Snapshot, TableMetadata
+from dbt.adapters.icetime.scd.config import scd_config
 from tests.support import synthetic_table
 
 UUID = "7c0d0c6e-0000-4000-8000-000000000001"
@@ -40,7 +40,7 @@ def table(*snapshots: Snapshot, current: int | None = None) -> TableMetadata:
     )
 
 
-HISTORY = (
+VERSIONS = (
     snap(1, None, "append"),
     snap(2, 1, "append"),
     snap(3, 2, "overwrite", **{"added-delete-files": "1"}),
@@ -51,7 +51,7 @@ HISTORY = (
 
 
 def test_range_keeps_every_commit_in_order_and_classifies_it() -> None:
-    planned = plan_range(table(*HISTORY), Watermark(UUID, 1), 6)
+    planned = plan_range(table(*VERSIONS), Watermark(UUID, 1), 6)
     assert isinstance(planned, ChangeRange)
     assert [c.snapshot_id for c in planned.commits] == [2, 3, 4, 5, 6]
     assert [c.kind for c in planned.commits] == [APPEND, DIFF, COMPACTION, DIFF, DIFF]
@@ -61,25 +61,25 @@ def test_range_keeps_every_commit_in_order_and_classifies_it() -> None:
 
 
 def test_compaction_only_range_moves_without_changes() -> None:
-    planned = plan_range(table(*HISTORY[:4]), Watermark(UUID, 3), 4)
+    planned = plan_range(table(*VERSIONS[:4]), Watermark(UUID, 3), 4)
     assert isinstance(planned, ChangeRange)
     assert not planned.has_changes and planned.moves
-    idle = plan_range(table(*HISTORY[:4]), Watermark(UUID, 4), 4)
+    idle = plan_range(table(*VERSIONS[:4]), Watermark(UUID, 4), 4)
     assert isinstance(idle, ChangeRange) and not idle.moves
 
 
 def test_first_run_reads_everything() -> None:
-    planned = plan_range(table(*HISTORY), None, 6)
+    planned = plan_range(table(*VERSIONS), None, 6)
     assert isinstance(planned, ChangeRange) and planned.full and planned.to_snapshot == 6
 
 
 @pytest.mark.parametrize(
     ("metadata", "watermark", "reason"),
     [
-        (table(*HISTORY[2:]), Watermark(UUID, 1), "has expired"),
+        (table(*VERSIONS[2:]), Watermark(UUID, 1), "has expired"),
         # rolled back to 2: the watermark 3 exists but is not an ancestor of 2
-        (table(*HISTORY[:3], current=2), Watermark(UUID, 3), "is not an ancestor"),
-        (table(*HISTORY), Watermark("another-uuid", 3), "dropped and re-created"),
+        (table(*VERSIONS[:3], current=2), Watermark(UUID, 3), "is not an ancestor"),
+        (table(*VERSIONS), Watermark("another-uuid", 3), "dropped and re-created"),
     ],
 )
 def test_gaps(metadata: TableMetadata, watermark: Watermark, reason: str) -> None:
@@ -126,7 +126,7 @@ def test_state_round_trip_and_damage() -> None:
 
 
 def test_change_sql_counts_signs_and_pairs_updates() -> None:
-    planned = plan_range(table(*HISTORY), Watermark(UUID, 2), 3)
+    planned = plan_range(table(*VERSIONS), Watermark(UUID, 2), 3)
     assert isinstance(planned, ChangeRange)
     commit = planned.commits[0]
     pieces = [
@@ -188,23 +188,23 @@ def test_rows_the_client_netted_are_not_aggregated_again() -> None:
 
 
 def test_history_starts_at_the_oldest_retained_snapshot_or_at_history_start() -> None:
-    metadata = table(*HISTORY, current=6)
-    assert history_base(metadata, 6, None, None).snapshot_id == 1  # type: ignore[union-attr]
+    metadata = table(*VERSIONS, current=6)
+    assert versions_base(metadata, 6, None, None).snapshot_id == 1  # type: ignore[union-attr]
     # The newest snapshot committed at or before the start (timestamps are 1000 * id ms).
-    assert history_base(metadata, 6, 3_500, "x").snapshot_id == 3  # type: ignore[union-attr]
-    assert history_base(metadata, 4, 9_000, "x").snapshot_id == 4  # type: ignore[union-attr]
+    assert versions_base(metadata, 6, 3_500, "x").snapshot_id == 3  # type: ignore[union-attr]
+    assert versions_base(metadata, 4, 9_000, "x").snapshot_id == 4  # type: ignore[union-attr]
     # Before the table's first commit: complete history, from it.
-    assert history_base(metadata, 6, 10, "2020-01-01").snapshot_id == 1  # type: ignore[union-attr]
-    assert history_base(table(), None, None, None) is None
-    first, planned = history_range(metadata, 6, metadata.snapshot(3))  # type: ignore[arg-type]
+    assert versions_base(metadata, 6, 10, "2020-01-01").snapshot_id == 1  # type: ignore[union-attr]
+    assert versions_base(table(), None, None, None) is None
+    first, planned = versions_range(metadata, 6, metadata.snapshot(3))  # type: ignore[arg-type]
     assert (first.ordinal, first.snapshot_id, first.timestamp_ms) == (0, 3, 3_000)
     assert [(c.ordinal, c.snapshot_id) for c in planned.commits] == [(1, 4), (2, 5), (3, 6)]
 
 
 def test_history_start_before_expired_history_names_the_oldest_retained_snapshot() -> None:
-    expired = table(*HISTORY[2:], current=6)  # snapshots 1 and 2 expired: 3's parent is gone
+    expired = table(*VERSIONS[2:], current=6)  # snapshots 1 and 2 expired: 3's parent is gone
     with pytest.raises(errors.ConfigurationError) as raised:
-        history_base(expired, 6, 10, "2020-01-01")
+        versions_base(expired, 6, 10, "2020-01-01")
     message = str(raised.value)
     assert "history_start '2020-01-01' is before snapshot 3 of" in message
     assert "committed 1970-01-01T00:00:03.000Z" in message
@@ -220,14 +220,14 @@ def snapshot_node(**config: object) -> dict[str, object]:
 
 
 def test_history_config_defaults_and_renamed_columns() -> None:
-    config = history_config(snapshot_node())
+    config = scd_config(snapshot_node())
     assert config.unique_key == ("id",) and config.check_cols is None
     assert (config.hard_deletes, config.on_history_gap, config.history_start_ms) == (
         "ignore",
         "fail",
         None,
     )
-    config = history_config(
+    config = scd_config(
         snapshot_node(
             check_cols=["status"],
             invalidate_hard_deletes=True,
@@ -260,6 +260,6 @@ def test_history_config_errors_name_the_value_and_the_choices(
     config: dict[str, object], key: str, accepted: str
 ) -> None:
     with pytest.raises(errors.ConfigurationError) as raised:
-        history_config(snapshot_node(**config))
+        scd_config(snapshot_node(**config))
     assert f"config '{key}' has the value" in str(raised.value)
     assert accepted in str(raised.value)

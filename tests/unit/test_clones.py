@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.icetime import args
+from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.args import names
 from dbt.adapters.icetime.clones import spec
 from dbt.adapters.icetime.clones.document import clone_document
@@ -104,7 +104,7 @@ def test_clone_document_keeps_one_snapshot_under_a_new_identity() -> None:
 def test_clone_document_of_an_empty_table_and_a_missing_snapshot() -> None:
     empty = clone_document({**SOURCE, "snapshots": []}, None, "u", "file:/x", {}, 1)
     assert empty["current-snapshot-id"] == -1 and empty["refs"] == {}
-    with pytest.raises(ValueError, match="snapshot 5"):
+    with pytest.raises(errors.MetadataError, match="snapshot 5 is not in its metadata"):
         clone_document(SOURCE, 5, "u", "file:/x", {}, 1)
 
 

@@ -8,6 +8,8 @@ from dataclasses import replace
 
 import pytest
 
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.builds.record import built_from
 from dbt.adapters.icetime.column import (
     IcetimeColumn,
     described_table_comment,
@@ -77,11 +79,15 @@ def test_the_table_comment_is_the_detailed_information_one() -> None:
 
 def test_catalog_stats_of_a_table() -> None:
     table = synthetic_table([(1, 1000), (2, 2000), (3, 3000)])
-    stats = table_stats(table)
+    stats = table_stats(table, built_from(table, "t"))
     assert stats["stats:snapshot_id:value"] == "3"
     assert stats["stats:snapshot_count:value"] == 3
     assert "stats:built_from:value" not in stats
 
     built = json.dumps({"inputs": {"icetime.raw.b": 7, "icetime.raw.a": 5}, "invocation_id": "x"})
     recorded = replace(table, properties={"icetime.built_from": built})
-    assert table_stats(recorded)["stats:built_from:value"] == "icetime.raw.a@5, icetime.raw.b@7"
+    found = table_stats(recorded, built_from(recorded, "t"))
+    assert found["stats:built_from:value"] == "icetime.raw.a@5, icetime.raw.b@7"
+    broken = replace(table, properties={"icetime.built_from": "{not json"})
+    with pytest.raises(errors.MetadataError, match="The build record of t could not be read"):
+        built_from(broken, "t")

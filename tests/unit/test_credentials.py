@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from dbt_common.dataclass_schema import ValidationError
 
-from dbt.adapters.icetime import errors, schemas
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.dbt_patches import schemas
 from tests.support import python
 
 
@@ -183,7 +184,7 @@ def test_the_key_follows_fields_and_library_versions(monkeypatch: pytest.MonkeyP
 def test_the_key_is_the_same_in_every_process() -> None:
     """A default shown with its address (a function) would name a new file at every start."""
     code = (
-        "from dbt.adapters.icetime import schemas\n"
+        "from dbt.adapters.icetime.dbt_patches import schemas\n"
         "from dbt.adapters.icetime.credentials import IcetimeCredentials\n"
         "from dbt.contracts.project import Configuration, Project\n"
         "print([schemas.key(c) for c in (IcetimeCredentials, Project, Configuration)])"

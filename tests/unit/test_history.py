@@ -8,7 +8,7 @@ from dbt.adapters.icetime.errors import ConfigurationError
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.log import entries, last_data_change_ms
 from dbt.adapters.icetime.history.operations import expiry_cutoff, key_columns
-from dbt.adapters.icetime.history.targets import parse_relation, resolve_targets
+from dbt.adapters.icetime.history.targets import resolve_targets
 from dbt.adapters.icetime.metadata import Ref, Snapshot, TableMetadata, TableName
 from tests.support import synthetic_table
 
@@ -98,10 +98,10 @@ def test_targets() -> None:
         resolve_targets("v", None, None, graph, "icetime", "a")
     with pytest.raises(ConfigurationError, match="required"):
         resolve_targets(None, None, None, graph, "icetime", "a")
-    assert str(parse_relation("events", "icetime", "raw")) == "icetime.raw.events"
+    assert str(TableName.typed("events", "icetime", "raw")) == "icetime.raw.events"
     for bad in ("a.b.c.d", "a;b.c", "`x y`.t"):
         with pytest.raises(ConfigurationError, match="is not accepted"):
-            parse_relation(bad, "icetime", "raw")
+            TableName.typed(bad, "icetime", "raw")
 
 
 @pytest.mark.parametrize("bad", ["1y", "yesterday", "tag:before", 5])

@@ -115,7 +115,10 @@ def test_tblproperties_are_quoted_and_icetime_s_own_come_last() -> None:
     [
         (["a"], "tblproperties must map property names to text, numbers or booleans; got ['a']"),
         ({"a": {"b": 1}}, "got {'a': {'b': 1}}"),
-        ({"icetime.cdf.state": "{}"}, "sets 'icetime.cdf.state', which icetime itself keeps"),
+        (
+            {"icetime.cdf.state": "{}"},
+            "sets 'icetime.cdf.state', which icetime itself keeps",
+        ),
     ],
 )
 def test_tblproperties_refused_naming_the_value(configured: Any, expected: str) -> None:

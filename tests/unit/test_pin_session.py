@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime.errors import PinError
+from dbt.adapters.icetime.graph import all_names, collect_inputs
 from dbt.adapters.icetime.metadata.model import (
     Schema,
     SchemaField,
@@ -17,7 +18,7 @@ from dbt.adapters.icetime.metadata.model import (
 )
 from dbt.adapters.icetime.metadata.points import AtRef
 from dbt.adapters.icetime.metadata.projection import current_schema_projection, spark_type
-from dbt.adapters.icetime.pins.session import all_names, check_schema_mode, collect_inputs
+from dbt.adapters.icetime.pins.session import check_schema_mode, own_point
 
 
 def node(uid: str, deps: tuple[str, ...] | list[str] = (), **extra: Any) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def test_inputs_are_sources_and_models_not_built_in_the_run() -> None:
     assert set(inputs) == {"icetime.landing.orders_v2", "icetime.analytics.dim"}
     orders = inputs["icetime.landing.orders_v2"]
     assert "raw.orders" in orders.names and "landing.orders_v2" in orders.names
-    assert inputs["icetime.analytics.dim"].own_point == AtRef("tag", "q1")
+    assert own_point(inputs["icetime.analytics.dim"]) == AtRef("tag", "q1")
 
 
 def test_inputs_of_ephemeral_models_belong_to_their_consumer() -> None:

@@ -1,4 +1,4 @@
-"""The SCD2 SQL of history snapshots (cdf/versions.py): the run's keys bound the table's reads."""
+"""The SCD2 SQL of history snapshots (scd/versions.py): the run's keys bound the table's reads."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import date, datetime
 from decimal import Decimal
 
-from dbt.adapters.icetime.cdf.session import key_literal
-from dbt.adapters.icetime.cdf.versions import KeyBound, Versioning, create_sql, merge_sql
+from dbt.adapters.icetime.changes.keys import KeyBound, key_literal
+from dbt.adapters.icetime.scd.versions import Versioning, create_sql, merge_sql
 
 COLUMNS = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
 SPEC = Versioning(

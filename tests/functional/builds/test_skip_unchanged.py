@@ -179,6 +179,27 @@ class TestSkipUnchanged(PackageProject):
         assert sorted(p.stem for p in (target / "compiled").rglob("*.sql")) == sorted(EVERY_MODEL)
         assert list((target / "run").rglob("*.sql")) == []
         assert metadata_files(project) == files
+        # Without icetime's patch of dbt's runner (another dbt-core), the same decision is
+        # taken from pre_model_hook and the materialization reports it: dbt's `success`, the
+        # same NO-OP message, and still nothing written.
+        done = run_dbt_process(
+            Path(project.project_root),
+            "run",
+            *SKIP,
+            "--exclude",
+            "from_view",
+            "--target-path",
+            "target_unpatched",
+            env={"ICETIME_DBT_PATCHES": "none"},
+            profiles_dir=Path(project.profiles_dir),
+        )
+        assert done.returncode == 0, done.output
+        unpatched = json.loads(
+            Path(project.project_root, "target_unpatched/run_results.json").read_text()
+        )["results"]
+        assert {r["status"] for r in unpatched} == {"success"}
+        assert {r["unique_id"].split(".")[-1]: r["message"] for r in unpatched} == messages(results)
+        assert metadata_files(project) == files
 
         # A new customer: its table and what reads it build, nothing else.
         sql(project, "insert into {s}.customers values (2, 'grace')")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.icetime.cdf import values
+from dbt.adapters.icetime.changes import values
 from tests.support import (
     COW,
     MOR,
@@ -198,7 +198,7 @@ class TestSharedRead(PackageProject):
         return {"sources.yml": SOURCES, "latest.sql": LATEST, "paid.sql": PAID}
 
     def test_two_models_read_the_upstream_once(self, project: Any) -> None:
-        # More changed rows than are staged inline (cdf/values.py): they go to a file.
+        # More changed rows than are staged inline (changes/values.py): they go to a file.
         create_orders(project, COW, rows=2 * values.MAX_ROWS)
         run_dbt(["run"])
         sql(project, "update {s}.orders set status = 'paid' where order_id % 2 = 0")

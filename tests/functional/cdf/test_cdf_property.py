@@ -7,7 +7,7 @@ path runs, and `cdf_refresh: auto` forced to each side: merges through the touch
 (`incremental`), through rebuilds (`full`) and by choice (`auto`); change logs through the
 touched files and through whole snapshots (a log's `full` side); an aggregate recomputing
 changed keys, both ways. Two models share every incremental change read. The first range's
-rows are staged as a Parquet file (a bulk insert), smaller ones inline (cdf/values.py).
+rows are staged as a Parquet file (a bulk insert), smaller ones inline (changes/values.py).
 
 CI runs ICETIME_PROPERTY_STEPS (default 8) steps per layout with a fixed seed; the long run:
   ICETIME_PROPERTY_STEPS=200 ICETIME_PROPERTY_SEED=<n> \
@@ -25,13 +25,12 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt_and_capture
 
-from dbt.adapters.icetime.cdf import values
 from tests.support import (
     COW,
     SOURCES,
     PackageProject,
+    RandomOrders,
     assert_equal_sets,
-    compact,
     create_orders,
     per_layout,
     sql,
@@ -63,62 +62,6 @@ from {{{{ source('raw', 'orders') }}}}
 group by status
 """
 AGG_REBUILD = "select status, count(*) as n, sum(amount) as total from {s}.orders group by status"
-STATUSES = ("open", "paid", "shipped", "void", "held")
-
-
-class Upstream:
-    """Random commits on {s}.orders, with fresh ids so order_id stays unique."""
-
-    def __init__(self, project: Any, rng: random.Random) -> None:
-        self.project = project
-        self.rng = rng
-        self.next_id = 0
-
-    def rows(self, count: int) -> str:
-        values = []
-        for _ in range(count):
-            status = self.rng.choice(STATUSES)
-            values.append(f"({self.next_id}, '{status}', {self.rng.randint(1, 99)})")
-            self.next_id += 1
-        return ", ".join(values)
-
-    def step(self, op: str | None = None) -> str:
-        rng, s = self.rng, self.project
-        ops = ["insert", "insert", "update", "delete", "merge", "overwrite", "compact"]
-        op = op or rng.choice(ops)
-        m, r = rng.randint(2, 6), rng.randint(0, 5)
-        if op == "insert":
-            sql(s, f"insert into {{s}}.orders values {self.rows(rng.randint(1, 20))}")
-        elif op == "bulk insert":  # more change rows than are staged inline
-            sql(s, f"insert into {{s}}.orders values {self.rows(values.MAX_ROWS + 1)}")
-        elif op == "update":
-            status = rng.choice(STATUSES)
-            sql(
-                s,
-                f"update {{s}}.orders set status = '{status}', amount = amount + 1 "
-                f"where order_id % {m} = {r % m}",
-            )
-        elif op == "delete":
-            sql(s, f"delete from {{s}}.orders where order_id % {m + 3} = {r % (m + 3)}")
-        elif op == "merge":
-            sql(
-                s,
-                f"merge into {{s}}.orders t using (select * from {{s}}.orders "
-                f"where order_id % {m} = {r % m} union all select * from values "
-                f"{self.rows(3)} as v(order_id, status, amount)) u on t.order_id = u.order_id "
-                "when matched and u.amount % 2 = 0 then delete "
-                "when matched then update set t.amount = u.amount + 3 "
-                "when not matched then insert *",
-            )
-        elif op == "overwrite":
-            sql(
-                s,
-                f"insert overwrite {{s}}.orders select order_id, status, amount "
-                f"from {{s}}.orders where order_id % 9 != {r}",
-            )
-        else:
-            compact(s, "orders")
-        return op
 
 
 class PropertyBase(PackageProject):
@@ -164,7 +107,7 @@ class PropertyBase(PackageProject):
 
     def test_random_commits(self, project: Any) -> None:
         create_orders(project, self.layout, rows=0)
-        upstream = Upstream(project, random.Random(f"{SEED}-{self.layout}"))
+        upstream = RandomOrders(project, random.Random(f"{SEED}-{self.layout}"))
         sql(project, f"insert into {{s}}.orders values {upstream.rows(40)}")
         history = ["insert"]
         _, statements = run_dbt_and_capture(["--debug", "run"])

@@ -1,5 +1,5 @@
-"""Staged change rows (cdf/files.py ``stage``): a few rows inline, as literals in the SQL
-(cdf/values.py), read back in Spark exactly as the same rows staged as a Parquet file."""
+"""Staged change rows (changes/files.py ``stage``): a few rows inline, as literals in the SQL
+(changes/values.py), read back in Spark exactly as the same rows staged as a Parquet file."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from dbt.adapters.icetime.cdf import values
-from dbt.adapters.icetime.cdf.changes import ORD, SIGN
-from dbt.adapters.icetime.cdf.files import ChangeRows, stage
-from dbt.adapters.icetime.cdf.reads import staged_read, staged_relation
+from dbt.adapters.icetime.changes import values
+from dbt.adapters.icetime.changes.files import ChangeRows, stage
+from dbt.adapters.icetime.changes.reads import staged_read, staged_relation
+from dbt.adapters.icetime.changes.signed import ORD, SIGN
 from dbt.adapters.icetime.metadata.model import Schema, SchemaField
 from tests.support import rows, sql
 

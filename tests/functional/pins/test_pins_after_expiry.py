@@ -205,12 +205,12 @@ def resolved_at(project: Any, instant: str) -> int | Exception:
 
     adapter = project.adapter
     with adapter.connection_named("__test_pin"):
-        metadata = adapter.metadata_reader().table(
+        metadata = adapter.invocation().environment.reader.table(
             TableName("icetime", project.test_schema, "events")
         )
         try:
             point = parse_point(instant, "pin_snapshot")
-            services = adapter.services()
+            services = adapter.invocation().services
             archive = expire.archived(services.catalog, services.execute, services.fetch)
             return resolve(metadata, point, int(time.time() * 1000), archive).snapshot_id
         except PinError as exc:

@@ -20,15 +20,14 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.icetime.cdf import session as cdf_session
-from tests.functional.cdf.test_cdf_property import Upstream
+from dbt.adapters.icetime.changes import keys as change_keys
 from tests.functional.snapshots.history import (
     expected_versions,
     fetcher,
     snapshot_versions,
     source_states,
 )
-from tests.support import COW, MOR, SOURCES, PackageProject, create_orders, sql
+from tests.support import COW, MOR, SOURCES, PackageProject, RandomOrders, create_orders, sql
 
 STEPS = int(os.environ.get("ICETIME_PROPERTY_STEPS", "6"))
 SEED = int(os.environ.get("ICETIME_PROPERTY_SEED", "20261124"))
@@ -100,11 +99,11 @@ class HistoryPropertyBase(PackageProject):
 
     def test_random_commits(self, project: Any, monkeypatch: Any) -> None:
         create_orders(project, self.layout, rows=0)
-        upstream = Upstream(project, random.Random(f"{SEED}-{self.layout}"))
+        upstream = RandomOrders(project, random.Random(f"{SEED}-{self.layout}"))
         # Each run bounds its reads of the table by the keys it touched in one of three ways:
         # keys listed and runs as ranges, a few ranges of equally many keys, or one range.
         bounds = random.Random(f"{SEED}-{self.layout}-bounds")
-        defaults = (cdf_session.TOUCHED_KEYS, cdf_session.TOUCHED_RANGES)
+        defaults = (change_keys.TOUCHED_KEYS, change_keys.TOUCHED_RANGES)
         sql(project, f"insert into {{s}}.orders values {upstream.rows(30)}")
         history = ["insert"]
         sql(project, "update {s}.orders set status = 'paid' where order_id % 4 = 0")
@@ -116,8 +115,8 @@ class HistoryPropertyBase(PackageProject):
             if upstream.rng.random() < 0.4:  # two commits between two runs
                 history.append(upstream.step())
             listed, ranges = bounds.choice([defaults, (0, 3), (0, 1)])
-            monkeypatch.setattr(cdf_session, "TOUCHED_KEYS", listed)
-            monkeypatch.setattr(cdf_session, "TOUCHED_RANGES", ranges)
+            monkeypatch.setattr(change_keys, "TOUCHED_KEYS", listed)
+            monkeypatch.setattr(change_keys, "TOUCHED_RANGES", ranges)
             run_dbt(["snapshot"])
             self.check(project, history)
         scd_ids = sql(

@@ -29,7 +29,7 @@ from tests.support import (
     sql,
 )
 
-HISTORY = """
+VERSIONS = """
 snapshots:
   - name: orders_history
     relation: source('raw', 'orders')
@@ -63,7 +63,7 @@ from {{ source('raw', 'orders') }}
 class TestHistorySnapshot(HistoryProject):
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
-        return {"history.yml": HISTORY, "by_code.sql": BY_CODE}
+        return {"history.yml": VERSIONS, "by_code.sql": BY_CODE}
 
     def check(self, project: Any) -> None:
         states = source_states(fetcher(project), "orders", COLUMNS)
@@ -318,7 +318,7 @@ class TestHistoryWithIcetime(HistoryProject):
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
         return {
-            "history.yml": HISTORY
+            "history.yml": VERSIONS
             + "  - name: orders_rebuilt\n    relation: source('raw', 'orders')\n"
             "    config: {strategy: iceberg_history, unique_key: order_id, "
             "on_history_gap: full_refresh}\n"
@@ -450,7 +450,7 @@ class TestSwitchingStrategies(HistoryProject):
         before = rows(project, "select * from {s}.orders_history")
         assert len(before) == 4
 
-        snapshot_file(project, HISTORY)  # strategy iceberg_history, hard_deletes invalidate
+        snapshot_file(project, VERSIONS)  # strategy iceberg_history, hard_deletes invalidate
         sql(project, "update {s}.orders set status = 'shipped' where order_id = 1")
         sql(project, "delete from {s}.orders where order_id = 2")
         switched_at = sql(

@@ -121,3 +121,34 @@ class TestBranchRuns(PackageProject):
         Path(project.project_root, "target", "run_results.json").unlink()
         output = operation("publish", {"branch": "audit"}, expect_pass=False)
         assert "no test results at" in output
+
+
+class TestBranchFromProjectVars(PackageProject):
+    """wap_branch set in dbt_project.yml's vars: the macros (dbt's var()) and the adapter read it
+    by one rule (runvars.py), so the run is a branch run on both sides. The adapter used to read
+    --vars only: the macros wrote a branch's way into a table the adapter had not routed."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES, "clean.sql": MODELS["clean.sql"]}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        return {"vars": {"wap_branch": "audit"}}
+
+    def test_a_project_var_makes_a_branch_run(self, project: Any) -> None:
+        install_package(project)
+        sql(project, "create table {s}.events (id bigint, v string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
+        run_dbt(["run"])
+        assert rows(project, "select * from {s}.clean") == [], "main gets no rows"
+        assert rows(project, "select * from {s}.clean version as of 'audit'") == [
+            (1, "a"),
+            (2, "b"),
+        ]
+        # --vars still wins over the project's vars.
+        run_dbt(["run", "--vars", "{wap_branch: other}"])
+        assert rows(project, "select * from {s}.clean version as of 'other'") == [
+            (1, "a"),
+            (2, "b"),
+        ]

@@ -1,7 +1,7 @@
 from dbt.adapters.base.plugin import AdapterPlugin
 from dbt.include import icetime
 
-from dbt.adapters.icetime import process
+from dbt.adapters.icetime import dbt_patches
 from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.impl import IcetimeAdapter
@@ -14,7 +14,7 @@ Plugin = AdapterPlugin(
     dependencies=["spark"],
 )
 
-process.tune()
+dbt_patches.install()
 
 __all__ = [
     "IcetimeAdapter",

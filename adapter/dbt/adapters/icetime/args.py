@@ -16,6 +16,7 @@ from dbt.adapters.icetime import errors
 DURATION = re.compile(r"(\d{1,10})\s*(s|m|h|d|w)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 24 * 3600, "w": 7 * 24 * 3600}
 DAY_SECONDS = 24 * 3600
+MINUTE_MS = 60_000
 MAX_TTL_SECONDS = 366 * DAY_SECONDS
 MAX_DURATION_SECONDS = 100 * 366 * DAY_SECONDS
 # Names that become part of schema or ref names: environments, write-audit-publish branches.

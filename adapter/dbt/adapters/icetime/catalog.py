@@ -9,15 +9,27 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import quote, urlsplit
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.credentials import IcetimeCredentials
 
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 
 
 SQLITE_OPTIONS = "?journal_mode=WAL&busy_timeout=30000"
+
+
+class CatalogProfile(Protocol):
+    """The profile keys a catalog is described by (``IcetimeCredentials`` has them)."""
+
+    icetime_dir: str
+    catalog: str
+    catalog_type: str | None
+    catalog_uri: str | None
+    catalog_user: str | None
+    catalog_password: str | None
+    warehouse: str | None
 
 
 @dataclass(frozen=True)
@@ -31,7 +43,7 @@ class CatalogSettings:
 
     @classmethod
     def from_credentials(
-        cls, creds: IcetimeCredentials, icetime_dir: str | None = None
+        cls, creds: CatalogProfile, icetime_dir: str | None = None
     ) -> CatalogSettings:
         """The catalog a profile names (``icetime_dir``: the directory to resolve against,
         default the profile's own)."""

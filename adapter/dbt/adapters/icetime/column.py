@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from dbt.adapters.spark.column import SparkColumn
@@ -116,3 +117,44 @@ def typed_nulls(sql: str, columns: list[tuple[str, str]]) -> str:
         for name, dtype in columns
     )
     return f"select {select_list} from (\n{sql}\n) as icetime_typed"
+
+
+# (sql) -> its rows: the adapter's connection.
+Fetch = Callable[[str], Sequence[Sequence[Any]]]
+
+
+def with_comments(columns: list[Any], raw_rows: Any) -> list[IcetimeColumn]:
+    """dbt-spark's columns of a DESCRIBE, as icetime's: with their and the table's comments."""
+    described = "comment" in getattr(raw_rows, "column_names", ())
+    comments = {row["col_name"]: row["comment"] for row in raw_rows} if described else {}
+    table_comment = described_table_comment([(row[0], row[1]) for row in raw_rows])
+    return [
+        IcetimeColumn(
+            **{f.name: getattr(column, f.name) for f in fields(column)},
+            comment=comments.get(column.column) or None,
+            table_comment=table_comment,
+        )
+        for column in columns
+    ]
+
+
+def describe_query(fetch: Fetch, sql: str, sql_header: str | None) -> list[tuple[str, str]]:
+    """(name, type) of each column ``sql`` returns: DESCRIBE QUERY, after the model's
+    sql_header (the select may read what it sets up)."""
+    header = f"{sql_header};\n" if sql_header else ""
+    return [(str(row[0]), str(row[1])) for row in fetch(f"{header}describe query {sql}")]
+
+
+def typed_select(fetch: Fetch, sql: str, sql_header: str | None) -> str:
+    """The select with its untyped-null columns cast to string (Iceberg has no void type)."""
+    if not may_select_untyped_null(sql):
+        return sql  # no statement for the common case
+    return typed_nulls(sql, describe_query(fetch, sql, sql_header))
+
+
+def query_columns(fetch: Fetch, sql: str, sql_header: str | None) -> list[IcetimeColumn]:
+    """The columns a query returns, without a view to describe."""
+    return [
+        IcetimeColumn(column=name, dtype=dtype, column_index=index)
+        for index, (name, dtype) in enumerate(describe_query(fetch, sql, sql_header))
+    ]

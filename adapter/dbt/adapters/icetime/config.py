@@ -9,18 +9,34 @@ from typing import Any
 from dbt.adapters.spark.impl import SparkConfig
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.hooks import Hook
+from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.properties import PREFIX
 from dbt.adapters.icetime.sql import sql_literal
 
 ICEBERG_FILE_FORMAT = "iceberg"
 # The snapshot strategy that builds versions from the source's Iceberg commits.
-HISTORY_STRATEGY = "iceberg_history"
+SCD_STRATEGY = "iceberg_history"
 
 
 @dataclass
 class IcetimeConfig(SparkConfig):
     # Every table icetime builds is an Iceberg table.
     file_format: str = ICEBERG_FILE_FORMAT
+
+
+class IcebergDefaults(Hook):
+    """Every model's config gets icetime's Iceberg defaults before anything reads it (the
+    build fingerprint included)."""
+
+    def leaves_alone(self, node: Any, this: str) -> str | None:
+        apply_iceberg_defaults(getattr(node, "name", "?"), node.config)
+        return None
+
+    def before_model(self, node: Any, this: str) -> list[TableName]:
+        if getattr(node, "config", None) is not None:
+            apply_iceberg_defaults(getattr(node, "name", "?"), node.config)
+        return []
 
 
 def apply_iceberg_defaults(node_name: str, node_config: Any) -> None:
@@ -72,13 +88,13 @@ def tblproperties_items(
     return items
 
 
-def is_history_snapshot(node: Mapping[str, Any]) -> bool:
+def is_scd_snapshot(node: Mapping[str, Any]) -> bool:
     """Whether a node (as a dict) is a snapshot with strategy iceberg_history."""
     config = node.get("config") or {}
-    return node.get("resource_type") == "snapshot" and config.get("strategy") == HISTORY_STRATEGY
+    return node.get("resource_type") == "snapshot" and config.get("strategy") == SCD_STRATEGY
 
 
 def reads_changes(node: Mapping[str, Any]) -> bool:
     """Whether a node keeps a CDF watermark: a CDF model or a history snapshot."""
     config = node.get("config") or {}
-    return config.get("incremental_strategy") == "cdf" or is_history_snapshot(node)
+    return config.get("incremental_strategy") == "cdf" or is_scd_snapshot(node)

@@ -12,7 +12,9 @@ from typing import Any
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.icetime import errors, schemas
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
+from dbt.adapters.icetime.dbt_patches import schemas
 
 CATALOG_TYPES = ("sqlite", "postgres", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
@@ -98,12 +100,9 @@ class IcetimeCredentials(SparkCredentials):
         it: the import costs 150 ms at every dbt start, and a run that skips every model, or
         only compiles, never starts Spark."""
         if self.schema is None:
-            raise DbtRuntimeError("Must specify `schema` in profile")
+            raise DbtRuntimeError(errors.PROFILE_WITHOUT_SCHEMA)
         if importlib.util.find_spec("pyspark") is None:
-            raise DbtRuntimeError(
-                "method: session needs PySpark, which is not installed. "
-                "Install it with `pip install dbt-spark[session]`."
-            )
+            raise DbtRuntimeError(errors.SESSION_WITHOUT_PYSPARK)
         self.server_side_parameters = {
             str(key): str(value) for key, value in self.server_side_parameters.items()
         }
@@ -112,7 +111,7 @@ class IcetimeCredentials(SparkCredentials):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:  # type: ignore[override]  # dbt's is lru_cache'd
         """The JSON schema dbt checks the profile against, as dbt builds it; built once per
-        machine and kept (schemas.py), since building it takes about 50 ms."""
+        machine and kept (dbt_patches/schemas.py), since building it takes about 50 ms."""
         return schemas.kept(cls)
 
     @property
@@ -136,8 +135,6 @@ class IcetimeCredentials(SparkCredentials):
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
         """What `dbt debug` prints: the catalog database and warehouse as resolved (where the
         data actually goes), the catalog password hidden."""
-        from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
-
         directory = os.path.abspath(self.icetime_dir)
         settings = CatalogSettings.from_credentials(self, directory)
         resolved = {

@@ -44,6 +44,11 @@ class TableNotFoundError(MetadataError):
     """The catalog answered: there is no such Iceberg table (an answer, not a failure)."""
 
 
+class UnreadableRecord(Exception):
+    """A build record is there but is not one icetime can trust (builds/record.py turns it into
+    a build with the reason, or a ``MetadataError`` where it is read as it is)."""
+
+
 # Words in a failure's text that mean another writer won a race, or the catalog was briefly
 # busy: trying again may succeed. Anything else (a refusal, a missing table, bad SQL) is final.
 TRANSIENT_MARKERS = (
@@ -468,6 +473,13 @@ RESTORE_FILES_MISSING = (
     "longer exist (expired or deleted):\n{listed}"
 )
 
+# -- dbt's patches (dbt_patches/) -----------------------------------------------------------------
+
+BAD_DBT_PATCHES = (
+    "{var}={value!r} is not accepted: use 'none', or a comma-separated list of patches from: "
+    "{accepted}."
+)
+
 # -- branch runs (wap.py) ------------------------------------------------------------------------
 
 BAD_BRANCH_NAME = (
@@ -533,6 +545,13 @@ PROTECTED_NEWER = "it was last written at {written}, after its newest pinned inp
 
 VIEW_SQL_MISSING = "Spark SQL did not report the SQL of view {view} (SHOW CREATE TABLE)."
 VIEW_METADATA_UNREADABLE = "Could not read the SQL of view {view} from {file}: {reason}"
+CURRENT_SCHEMA_MISSING = "{table}: its current schema {schema_id} is not in its metadata"
+CLONE_SNAPSHOT_MISSING = "Cannot clone {table}: snapshot {snapshot} is not in its metadata"
+PROFILE_WITHOUT_SCHEMA = "Must specify `schema` in profile"
+SESSION_WITHOUT_PYSPARK = (
+    "method: session needs PySpark, which is not installed. "
+    "Install it with `pip install dbt-spark[session]`."
+)
 BUILD_RECORD_UNREADABLE = "The build record of {table} could not be read: {reason}"
 BAD_SKIP_UNCHANGED = (
     "skip_unchanged {value!r} (from {where}) is not accepted: use true or false "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 PREFIX = "icetime."
 
-# The CDF watermarks of a target (cdf/state.py).
+# The CDF watermarks of a target (changes/state.py).
 CDF_STATE = "icetime.cdf.state"
 # The input snapshots a table was last built from (pins/builds.py).
 BUILT_FROM = "icetime.built_from"

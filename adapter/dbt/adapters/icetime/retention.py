@@ -18,16 +18,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.plan import Watermark
-from dbt.adapters.icetime.cdf.state import load_state
+from dbt.adapters.icetime.changes.plan import Watermark
+from dbt.adapters.icetime.changes.state import load_state
 from dbt.adapters.icetime.clones.service import TAG_PREFIX
-from dbt.adapters.icetime.config import is_history_snapshot, reads_changes
+from dbt.adapters.icetime.config import is_scd_snapshot, reads_changes
+from dbt.adapters.icetime.graph import input_for
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtSnapshot, Point
 from dbt.adapters.icetime.metadata.resolve import resolve
 from dbt.adapters.icetime.pins import record
-from dbt.adapters.icetime.pins.session import input_for
+from dbt.adapters.icetime.pins.session import own_point
 from dbt.adapters.icetime.pins.spec import PIN_VAR, parse_request
 from dbt.adapters.icetime.services import Services
 
@@ -92,7 +93,7 @@ class Retention:
                 except errors.TableNotFoundError:
                     continue
                 state = load_state(target.properties, str(target_name))
-                kind = "history snapshot" if is_history_snapshot(node) else "CDF model"
+                kind = "history snapshot" if is_scd_snapshot(node) else "CDF model"
                 marks = state.upstreams.values() if state else ()
                 found += [(kind, node["name"], w) for w in marks]
             self._cdf_state = found
@@ -102,7 +103,7 @@ class Retention:
         self, table: TableName, metadata: TableMetadata, now_ms: int, held: Reasons
     ) -> None:
         pins: list[tuple[Point, str]] = []
-        configured = self.services.project_vars.get(PIN_VAR)
+        configured = self.services.vars.in_project(PIN_VAR)
         if configured is not None and not str(configured).startswith("@"):
             names = (str(table), table.short, table.name)
             point = parse_request(configured, "project var pin_snapshot").point_for(names)
@@ -111,8 +112,9 @@ class Retention:
         nodes = [*self.graph.get("nodes", {}).values(), *self.graph.get("sources", {}).values()]
         for node in nodes:
             item = input_for(node, self.services.catalog)
-            if item is not None and item.own_point is not None and item.table == table:
-                pins.append((item.own_point, f"the pin_snapshot configured on {node['name']}"))
+            point = own_point(item) if item is not None and item.table == table else None
+            if point is not None:
+                pins.append((point, f"the pin_snapshot configured on {node['name']}"))
         for point, why in pins:
             try:
                 pinned = resolve(metadata, point, now_ms, self._archive).snapshot_id
@@ -132,7 +134,7 @@ class Retention:
             )
         # Each file, with the setting it came from (named in errors).
         paths = [(str(p), f"keep_pins {p!r}") for p in named]
-        configured = self.services.project_vars.get(PIN_VAR)
+        configured = self.services.vars.in_project(PIN_VAR)
         if isinstance(configured, str) and configured.startswith("@"):
             paths.append((configured[1:], f"the project's pin_snapshot {configured!r}"))
         if os.path.exists(self.services.recorded_pins):

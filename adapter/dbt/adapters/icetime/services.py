@@ -7,11 +7,12 @@ values instead of on the adapter class, which keeps ``impl.py`` a thin list of d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime.metadata import FileAccess, MetadataReader
+from dbt.adapters.icetime.runvars import RunVars
 
 Rows = Sequence[Sequence[Any]]
 
@@ -34,8 +35,7 @@ class Services:
     default_schema: str
     target_name: str
     profile_user: str | None
-    cli_vars: Mapping[str, Any]
-    project_vars: Mapping[str, Any]
+    vars: RunVars
     invocation_id: str
 
 

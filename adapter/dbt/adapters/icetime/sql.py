@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -66,11 +67,46 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, int | decimal.Decimal):
         return str(value)
     if isinstance(value, dt.datetime):
-        return "timestamp'" + value.isoformat(sep=" ") + "'"
+        return timestamp_literal(value)
     if isinstance(value, dt.date):
-        return "date'" + value.isoformat() + "'"
+        return date_literal(value)
     escaped = str(value).replace("\\", "\\\\").replace("'", "\\'").replace("${", "$\\{")
     return "'" + escaped + "'"
+
+
+# Typed literals: exact for the Spark type a value is read back as (changes/values.py renders
+# change rows with them).
+
+INTEGER_SUFFIX = {8: "Y", 16: "S", 32: "", 64: "L"}
+
+
+def integer_literal(value: int, bits: int) -> str:
+    """A tinyint, smallint, int or bigint, by its width in bits."""
+    return f"{int(value)}{INTEGER_SUFFIX[bits]}"
+
+
+def double_literal(value: float) -> str:
+    """A float or double, exactly (a float32 is a double exactly, cast back by the reader)."""
+    if math.isnan(value):
+        text = "NaN"
+    elif math.isinf(value):
+        text = "Infinity" if value > 0 else "-Infinity"
+    else:
+        text = repr(float(value))
+    return f"cast('{text}' as double)"
+
+
+def decimal_literal(value: Any, precision: int, scale: int) -> str:
+    return f"cast('{value}' as decimal({precision},{scale}))"
+
+
+def date_literal(value: dt.date) -> str:
+    return f"date'{value.isoformat()}'"
+
+
+def timestamp_literal(value: dt.datetime, ntz: bool = False) -> str:
+    """A timestamp with its offset, or a ``TIMESTAMP_NTZ`` (no zone)."""
+    return f"{'timestamp_ntz' if ntz else 'timestamp'}'{value.isoformat(sep=' ')}'"
 
 
 def set_properties_sql(table_sql: str, properties: Mapping[str, str]) -> str:

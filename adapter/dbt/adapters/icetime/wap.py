@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.icetime import args, errors, system
+from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.metadata import MAIN_BRANCH, RefKind, TableMetadata, TableName
+from dbt.adapters.icetime.runvars import RunVars
 from dbt.adapters.icetime.services import Services
 from dbt.adapters.icetime.sql import quote_identifier, set_properties_sql, sql_literal
 
@@ -42,9 +44,10 @@ def branch_name(value: Any) -> str:
     return name
 
 
-def run_branch(cli_vars: Mapping[str, Any]) -> str | None:
-    """The branch this run writes into and reads from (``--vars '{wap_branch: b}'``)."""
-    value = cli_vars.get(VAR)
+def run_branch(run_vars: RunVars) -> str | None:
+    """The branch this run writes into and reads from (``--vars '{wap_branch: b}'``, or the
+    project's vars: runvars.py)."""
+    value = run_vars.get(VAR)
     return None if value is None else branch_name(value)
 
 
@@ -58,6 +61,22 @@ def refuse_unbranchable(
         )
     if materialized == "incremental" and strategy == "cdf":
         raise errors.ConfigurationError(errors.UNBRANCHABLE_CDF.format(node=node_name, var=VAR))
+
+
+class BranchRun(Hook):
+    """A branch run's part in an invocation: each table model's writes routed into the branch
+    before it builds, and the session's branch setting reset after."""
+
+    def __init__(self, services: Services, branch: str) -> None:
+        self.branches = Branches(services)
+        self.branch = branch
+
+    def before_model(self, node: Any, this: str) -> list[TableName]:
+        written = self.branches.before_model(node, self.branch)
+        return [] if written is None else [written]
+
+    def after_model(self, node: Any) -> None:
+        self.branches.after_model()
 
 
 class Branches:

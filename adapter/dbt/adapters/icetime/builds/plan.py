@@ -14,7 +14,7 @@ from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.builds.decide import Decision, build
-from dbt.adapters.icetime.config import HISTORY_STRATEGY
+from dbt.adapters.icetime.config import SCD_STRATEGY
 from dbt.adapters.icetime.selection import select_unique_ids
 
 PLANNED = ("table", "incremental", "view")
@@ -116,7 +116,7 @@ def plan(
 
 def _history(node: Any) -> bool:
     """A history snapshot is planned like a CDF model."""
-    return bool(node.config.get("strategy") == HISTORY_STRATEGY)
+    return bool(node.config.get("strategy") == SCD_STRATEGY)
 
 
 def plan_selection(

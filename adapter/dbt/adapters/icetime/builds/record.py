@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.icetime import properties
+from dbt.adapters.icetime import errors, properties
+from dbt.adapters.icetime.errors import UnreadableRecord
 from dbt.adapters.icetime.metadata import TableMetadata
 from dbt.adapters.icetime.metadata.points import format_ms
 from dbt.adapters.icetime.sql import set_properties_sql
@@ -84,10 +85,6 @@ class BuildRecord:
         return {self.input_nodes.get(t, t): s for t, s in self.inputs.items()}
 
 
-class UnreadableRecord(Exception):
-    """The property is there but is not a record icetime can trust."""
-
-
 def raw_record(metadata: TableMetadata) -> dict[str, Any]:
     """The record's JSON as stored ({} when the table has none)."""
     raw = metadata.properties.get(properties.BUILT_FROM)
@@ -100,6 +97,17 @@ def raw_record(metadata: TableMetadata) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise UnreadableRecord("not a JSON object")
     return document
+
+
+def built_from(metadata: TableMetadata, table: object) -> dict[str, Any]:
+    """The record's JSON as stored ({} when the table has none), for reading it as it is
+    (``icetime.built_from``, the docs' stats). One that cannot be read is refused, never {}."""
+    try:
+        return raw_record(metadata)
+    except UnreadableRecord as exc:
+        raise errors.MetadataError(
+            errors.BUILD_RECORD_UNREADABLE.format(table=table, reason=exc)
+        ) from exc
 
 
 def read_record(metadata: TableMetadata) -> BuildRecord | None:

@@ -3,14 +3,15 @@
 While dbt compiles a model, ``saw_read`` notes how each ``ref()``/``source()`` rendered, so the
 fingerprint can name inputs the same way in every environment. Around each model:
 
-- ``before`` works out what the build would read and its fingerprint, and, when
+- ``before_model`` works out what the build would read and its fingerprint, and, when
   ``skip_unchanged`` is on, decides build or skip (``decide.py``), once per model;
-- ``left_alone`` takes that decision before dbt makes the model's run context: a model left
-  as it is ends there as dbt's ``no-op`` (``status.py``), with no context, no materialization
-  and no statement;
-- the materialization asks ``skipped`` first (a model cloned from production, or skipped where
-  dbt's runner could not be wrapped) and calls ``finished`` when it completed;
-- ``after`` writes the build record on the table a finished build wrote.
+- ``leaves_alone`` takes that decision before dbt makes the model's run context: a model left
+  as it is ends there as dbt's ``no-op`` (``dbt_patches/no_op.py``), with no context, no
+  materialization and no statement;
+- the materialization asks ``skipped`` first (a model cloned from production, or left alone
+  where dbt's runner is not patched) and calls ``model_finished`` when it completed;
+- ``after_model`` writes the build record on the table a finished build wrote; ``close``
+  says what the run did with its models.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -28,20 +29,22 @@ from dbt.adapters.icetime import args, errors, faults
 from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
 from dbt.adapters.icetime.builds.fingerprint import canonical_view_sql, fingerprint, sql_digest
+from dbt.adapters.icetime.builds.reads import build_inputs
 from dbt.adapters.icetime.builds.record import (
     BuildRecord,
-    UnreadableRecord,
     read_record,
     record_properties,
     set_record_sql,
 )
-from dbt.adapters.icetime.config import HISTORY_STRATEGY
-from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError
+from dbt.adapters.icetime.config import SCD_STRATEGY
+from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError, UnreadableRecord
+from dbt.adapters.icetime.graph import RunInputs
+from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.metadata import TableName
-from dbt.adapters.icetime.pins.session import PinSession
 from dbt.adapters.icetime.services import Services
 
 logger = AdapterLogger("icetime")
+Read = TypeVar("Read")
 
 SKIP_VAR = "skip_unchanged"
 CLONED, BUILT, UNCHANGED = "cloned", "built", "unchanged"
@@ -64,17 +67,18 @@ class Pending:
     recorded: bool = False
 
 
-class BuildSession:
+class BuildSession(Hook):
     def __init__(
         self,
         services: Services,
-        pins: PinSession,
+        inputs: RunInputs,
         version: str,
         full_refresh: Callable[[], bool],
         branch_run: bool,
     ) -> None:
         self.services = services
-        self.pins = pins
+        # What each build reads, and at which snapshot (the pinned runs' session answers).
+        self.inputs = inputs
         self.version = version
         self.full_refresh = full_refresh
         self.branch_run = branch_run
@@ -86,6 +90,23 @@ class BuildSession:
         self._tally: Counter[str] = Counter()
         self._names: dict[str, str] | None = None
         self._pending: dict[str, Pending] = {}
+
+    # -- the invocation's phases --------------------------------------------------------------
+
+    def cache_filled(self, graph: Mapping[str, Any], selected: list[str]) -> None:
+        self.check_run_var()
+        self.check_configs(graph, selected)
+
+    def input_read(self, read: InputRead, relation: Any) -> Any:
+        if read.relation.schema and read.relation.identifier:
+            self.saw_read(read.reader_node, read.relation, relation)
+        return relation
+
+    def leaves_alone(self, node: Any, this: str) -> str | None:
+        if self.branch_run:  # a branch run builds every model
+            return None
+        decision = self.decide_left_alone(node, this)
+        return None if decision is None else decision.reason
 
     # -- compile time ---------------------------------------------------------------------
 
@@ -104,7 +125,7 @@ class BuildSession:
         with self._lock:
             if self._relation_names is None:
                 names: dict[str, str] = {}
-                graph = node_names(self.pins.graph, self.services.catalog)
+                graph = self.inputs.project.node_names()
                 for table, uid in graph.items():
                     names[table.lower()] = uid
                     parts = table.split(".")
@@ -118,7 +139,7 @@ class BuildSession:
         """The dbt node a table is (its unique id; a model, seed or snapshot), else its name."""
         with self._lock:
             if not self._names:  # built once the invocation's graph is known
-                self._names = node_names(self.pins.graph, self.services.catalog)
+                self._names = self.inputs.project.node_names()
             return self._names.get(str(table), str(table))
 
     # -- the run --------------------------------------------------------------------------
@@ -138,30 +159,27 @@ class BuildSession:
             volatile.declared(config, uid)
 
     def wanted(self, node: Any) -> bool:
-        """Whether ``skip_unchanged`` is on for ``node``: --vars, else its config, else the
-        project's vars."""
-        run_var = self._run_var()
-        if run_var is not None:
-            return run_var
+        """Whether ``skip_unchanged`` is on for ``node`` (runvars.py: --vars, else its config,
+        else the project's vars)."""
         configured = node.config.get(SKIP_VAR)
-        if configured is not None:
-            return _flag(configured, f"the config of {node.unique_id}")
-        project = self.services.project_vars.get(SKIP_VAR)
-        return _flag(project, "the project's vars") if project is not None else False
+        value = self.services.vars.get(SKIP_VAR, configured)
+        if value is None:
+            return False
+        return _flag(value, self.services.vars.source(SKIP_VAR, configured, node.unique_id))
 
     def _run_var(self) -> bool | None:
-        if SKIP_VAR not in self.services.cli_vars:
+        if SKIP_VAR not in self.services.vars.given:
             return None
-        return _flag(self.services.cli_vars[SKIP_VAR], "--vars")
+        return _flag(self.services.vars.given[SKIP_VAR], "--vars")
 
-    def before(self, node: Any, this_sql: str) -> None:
+    def before_model(self, node: Any, this_sql: str) -> list[TableName]:
         """Take what the build would read and its fingerprint; decide when asked to skip."""
         materialized = getattr(node.config, "materialized", None)
         if materialized not in RECORDED and materialized not in SKIPPABLE:
-            return
+            return []
         with self._lock:
-            if node.unique_id in self._pending:  # decided already, by left_alone
-                return
+            if node.unique_id in self._pending:  # decided already, by leaves_alone
+                return []
         started_ms = int(time.time() * 1000)
         candidate = self.candidate(node, this_sql) if materialized in RECORDED else None
         decision = None
@@ -175,12 +193,13 @@ class BuildSession:
             self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
             if decision is not None and (decision.build or decision.reuse is not None):
                 self._tally[BUILT if decision.build else CLONED] += 1
+        return []
 
-    def left_alone(self, node: Any, this_sql: str) -> Decision | None:
+    def decide_left_alone(self, node: Any, this_sql: str) -> Decision | None:
         """The decision to leave ``node`` exactly as it is (None: its materialization runs,
         to build it or to clone it from production). A model left alone is done with here;
         dbt's line for it gives the reason (``NO-OP <reason>``)."""
-        self.before(node, this_sql)
+        self.before_model(node, this_sql)
         decision = self.skipped(node.unique_id)
         if decision is None or decision.reuse is not None:
             return None
@@ -201,7 +220,8 @@ class BuildSession:
         """In a --defer run: production's table, when its record matches this build exactly
         (the model is then cloned from it, zero-copy, instead of built)."""
         state = getattr(node, "defer_relation", None)
-        if state is None or self.pins.deferral is None or self._forced(node) is not None:
+        deferral = self.inputs.project.deferral
+        if state is None or deferral is None or self._forced(node) is not None:
             return None
         kind = {"resource_type": node.resource_type}
         production = TableName.from_node({**state.to_dict(), **kind}, self.services.catalog)
@@ -252,7 +272,7 @@ class BuildSession:
             columns=columns,
             description=getattr(node, "description", None),
         )
-        reads = self.pins.reads_of(uid)
+        reads = build_inputs(self.inputs, self.services.reader, uid)
         views: dict[str, str] = {}
         unreadable = dict(reads.unreadable)
         foreign = list(reads.foreign)
@@ -289,12 +309,9 @@ class BuildSession:
         return found
 
     def _decide_table(self, table: TableName, candidate: Candidate) -> Decision:
-        try:
-            metadata = self.services.reader.table(table)
-        except TableNotFoundError:
-            return build("not built yet")
-        except MetadataError as exc:
-            return build(f"its metadata could not be read: {exc.msg}")
+        metadata = _read(lambda: self.services.reader.table(table), "its metadata")
+        if isinstance(metadata, Decision):
+            return metadata
         try:
             record = read_record(metadata)
         except UnreadableRecord as exc:
@@ -308,12 +325,9 @@ class BuildSession:
         enforced = getattr(contract, "enforced", False) if contract is not None else False
         if enforced or any((config.get("persist_docs") or {}).values()):
             return build("its contract or persisted docs are part of its definition")
-        try:
-            stored = self.services.reader.view_sql(view)
-        except TableNotFoundError:
-            return build("not built yet")
-        except MetadataError as exc:
-            return build(f"its SQL could not be read: {exc.msg}")
+        stored = _read(lambda: self.services.reader.view_sql(view), "its SQL")
+        if isinstance(stored, Decision):
+            return stored
         compiled = getattr(node, "compiled_code", None) or ""
         if self._canonical_view(stored) != self._canonical_view(compiled):
             return build("its SQL changed")
@@ -327,14 +341,14 @@ class BuildSession:
             return None
         return pending.decision
 
-    def finished(self, node_id: str) -> None:
+    def model_finished(self, node_id: str) -> None:
         """The model's materialization completed (it did not fail)."""
         with self._lock:
             pending = self._pending.get(node_id)
             if pending is not None:
                 pending.finished = True
 
-    def report(self) -> None:
+    def close(self) -> None:
         """Say once, at the run's end, what skip_unchanged did: "2 cloned from production, 1
         built, 3 left unchanged" (nothing when no model was decided)."""
         with self._lock:
@@ -362,7 +376,7 @@ class BuildSession:
         pending.recorded = True
         return record_properties(self._record(uid, config["materialized"], snapshot_id, pending))
 
-    def after(self, node: Any) -> None:
+    def after_model(self, node: Any) -> None:
         """Record on the table a finished build wrote what it was built from."""
         uid = node.unique_id
         with self._lock:
@@ -404,7 +418,7 @@ class BuildSession:
             fingerprint=candidate.fingerprint,
             icetime_version=self.version,
             built_at_ms=pending.started_ms,
-            invocation_id=self.pins.invocation_id,
+            invocation_id=self.services.invocation_id,
         )
 
 
@@ -413,7 +427,7 @@ def skippable(node: Any) -> bool:
     which follows the clock) and view models, and history snapshots (like a CDF model, they
     only read what their source committed)."""
     if getattr(node, "resource_type", None) == "snapshot":
-        return bool(node.config.get("strategy") == HISTORY_STRATEGY)
+        return bool(node.config.get("strategy") == SCD_STRATEGY)
     return (
         getattr(node.config, "materialized", None) in SKIPPABLE
         and str(getattr(node, "language", "sql")) == "sql"
@@ -421,20 +435,15 @@ def skippable(node: Any) -> bool:
     )
 
 
-def node_names(graph: Mapping[str, Any], catalog: str | None) -> dict[str, str]:
-    """Every table name a node of the project has (here, or deferred to) -> its unique id:
-    sources, then what dbt builds (which wins if a source names a model's table)."""
-    names: dict[str, str] = {}
-    for node in (*graph.get("sources", {}).values(), *graph.get("nodes", {}).values()):
-        if node.get("resource_type") not in ("source", "model", "seed", "snapshot"):
-            continue
-        uid = node["unique_id"]
-        names[str(TableName.from_node(node, catalog))] = uid
-        deferred = node.get("defer_relation")
-        if deferred:
-            kind = node.get("resource_type")
-            names[str(TableName.from_node({**deferred, "resource_type": kind}, catalog))] = uid
-    return names
+def _read(read: Callable[[], Read], what: str) -> Read | Decision:
+    """``read()``, or the decision to build when the catalog has no such object (not built
+    yet) or ``what`` cannot be read (never a guess)."""
+    try:
+        return read()
+    except TableNotFoundError:
+        return build("not built yet")
+    except MetadataError as exc:
+        return build(f"{what} could not be read: {exc.msg}")
 
 
 def _flag(value: Any, where: str) -> bool:

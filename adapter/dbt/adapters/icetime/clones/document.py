@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime import properties as icetime_properties
 
 # Iceberg properties that would send the clone's writes into the source's directories.
@@ -39,7 +40,11 @@ def clone_document(
     document = dict(source)
     snapshots = [s for s in source.get("snapshots", ()) if s.get("snapshot-id") == snapshot_id]
     if snapshot_id is not None and not snapshots:
-        raise ValueError(f"snapshot {snapshot_id} is not in the source metadata")
+        raise errors.MetadataError(
+            errors.CLONE_SNAPSHOT_MISSING.format(
+                table=source.get("location", "the source"), snapshot=snapshot_id
+            )
+        )
     kept = {
         key: value
         for key, value in dict(source.get("properties") or {}).items()

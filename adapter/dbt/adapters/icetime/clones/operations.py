@@ -49,7 +49,7 @@ class CloneOperations:
     def owner(self, value: Any) -> str:
         if value is None:
             value = (
-                self.services.cli_vars.get("icetime_owner")
+                self.services.vars.get("icetime_owner")
                 or self.services.profile_user
                 or getpass.getuser()
             )
@@ -169,13 +169,13 @@ class CloneOperations:
     def _dbt_clone_environment(self) -> tuple[str, args.Duration]:
         """The environment `dbt clone` records into (--vars icetime_env, else the target's
         name) and the lifetime of what it makes (icetime_clone_ttl, else 7 days)."""
-        cli_vars = self.services.cli_vars
-        env = cli_vars.get("icetime_env") or re.sub(
+        run_vars = self.services.vars
+        env = run_vars.get("icetime_env") or re.sub(
             r"[^a-z0-9_]", "_", self.services.target_name.lower()
         )
-        lifetime = args.ttl(cli_vars.get("icetime_clone_ttl", DEFAULT_CLONE_TTL))
+        lifetime = args.ttl(run_vars.get("icetime_clone_ttl") or DEFAULT_CLONE_TTL)
         return spec.env_name(env), lifetime
 
     def drop_table(self, name: TableName) -> str:
-        force = self.services.cli_vars.get("icetime_force_drop") is True
+        force = self.services.vars.get("icetime_force_drop") is True
         return self.cloner.drop_table(name, force=force)

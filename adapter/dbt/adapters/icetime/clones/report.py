@@ -151,3 +151,14 @@ def _size(value: int | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{value} B"
+
+
+def as_table(lines: Sequence[Line]) -> Any:
+    """The report as the agate table ``icetime.environment_report`` returns."""
+    from dbt_common.clients.agate_helper import table_from_rows
+
+    return table_from_rows([line.values() for line in lines], list(COLUMNS))
+
+
+def render_table(table: Any) -> str:
+    return render(dict(zip(table.column_names, row, strict=True)) for row in table)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from dbt.adapters.icetime import errors, properties, system
+from dbt.adapters.icetime import args, errors, properties, system
 from dbt.adapters.icetime.args import Duration
 from dbt.adapters.icetime.clones.document import clone_document
 from dbt.adapters.icetime.metadata import (
@@ -42,7 +42,6 @@ from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 TAG_PREFIX = "icetime_clone:"
 # Name parts a clone's tag and properties can carry unambiguously.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
-MINUTE_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ def tag_for(target: TableName) -> str:
 
 def retain_minutes(snapshot_ms: int, expires_ms: int) -> int:
     """RETAIN for a tag that must outlive ``expires_ms``: Iceberg ages it from the commit time."""
-    return max(1, math.ceil((expires_ms - snapshot_ms) / MINUTE_MS) + 1)
+    return max(1, math.ceil((expires_ms - snapshot_ms) / args.MINUTE_MS) + 1)
 
 
 def _now_ms() -> int:

@@ -207,6 +207,13 @@ class Archive:
                 )
 
 
+def ensure_archive(catalog: str | None, execute: Callable[[str], object]) -> str:
+    """The archive of expired snapshots (created if missing), as SQL."""
+    archive = Archive(catalog, execute)
+    archive.ensure()
+    return archive.name.sql()
+
+
 def archived(
     catalog: str | None, execute: Callable[[str], object], fetch: Fetch
 ) -> Callable[[TableMetadata], ArchivedHistory]:

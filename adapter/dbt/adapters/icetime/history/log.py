@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.icetime import args
 from dbt.adapters.icetime.metadata.model import (
     ADDED_DATA_FILES,
     ADDED_DELETE_FILES,
@@ -167,3 +168,16 @@ def last_data_change_ms(metadata: TableMetadata) -> int | None:
         if entry.note or changes_data(entry.snapshot):
             return entry.made_current_ms
     return None
+
+
+def as_table(entries: Sequence[Entry]) -> Any:
+    """The history as the agate table ``icetime.history`` returns."""
+    from dbt_common.clients.agate_helper import table_from_rows
+
+    return table_from_rows([entry.values() for entry in entries], list(COLUMNS))
+
+
+def render_table(table: Any, width: Any) -> str:
+    """``icetime.history`` as text whose lines fit ``width`` (default: the terminal's)."""
+    fit = terminal_width() if width is None else args.positive_int(width, "width")
+    return render([tuple(row) for row in table.rows], fit)

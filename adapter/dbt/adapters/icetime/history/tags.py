@@ -11,8 +11,6 @@ from dbt.adapters.icetime.metadata import MetadataReader, TableName
 from dbt.adapters.icetime.metadata.points import REF_NAME
 from dbt.adapters.icetime.sql import quote_identifier
 
-MINUTE_MS = 60_000
-
 
 def tag_name(value: Any) -> str:
     if not isinstance(value, str) or not REF_NAME.match(value):
@@ -50,7 +48,7 @@ def tag_tables(
             retain_sql = ""
             if kept_for is not None:
                 # Iceberg ages a tag from its snapshot's commit, not from now.
-                minutes = math.ceil((now_ms + kept_for - committed_ms) / MINUTE_MS)
+                minutes = math.ceil((now_ms + kept_for - committed_ms) / args.MINUTE_MS)
                 retain_sql = f" retain {max(1, minutes)} minutes"
             execute(
                 f"alter table {table.sql()} create tag {quote_identifier(name)} "

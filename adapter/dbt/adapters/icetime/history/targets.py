@@ -22,7 +22,6 @@ from dbt.adapters.icetime.args import names
 from dbt.adapters.icetime.metadata import TableName
 
 TABLE_LIKE = ("table", "incremental", "snapshot", "seed")
-PART = re.compile(r"[A-Za-z0-9_]+")
 # A select item that is a plain glob over names (anything else goes to dbt's selector).
 PLAIN = re.compile(r"^[A-Za-z0-9_*?.\[\]-]+$")
 # dbt's selection of unique ids (the manifest's selector), where a run-operation has one.
@@ -57,7 +56,7 @@ def resolve_targets(
             )
         found.append(TableName.from_node(node, catalog))
     for text in names(relation, "relation"):
-        found.append(parse_relation(text, catalog, default_schema))
+        found.append(TableName.typed(text, catalog, default_schema))
     for pattern in names(select, "select"):
         matched = _selected(pattern, graph, nodes, select_nodes)
         if not matched:
@@ -117,18 +116,3 @@ def _selected(
         ) from exc
     tables = {**sources, **{n["unique_id"]: n for n in nodes}}
     return [tables[uid] for uid in chosen if uid in tables]
-
-
-def parse_relation(text: str, catalog: str | None, default_schema: str) -> TableName:
-    parts = [p.strip("`") for p in text.split(".")]
-    if len(parts) == 1:
-        parts = [default_schema, *parts]
-    if len(parts) == 2:
-        parts = [catalog or "", *parts]
-    if (
-        len(parts) != 3
-        or not all(PART.fullmatch(p) for p in parts[1:])
-        or (parts[0] and not PART.fullmatch(parts[0]))
-    ):
-        raise errors.ConfigurationError(errors.BAD_RELATION.format(text=text))
-    return TableName(parts[0] or None, parts[1], parts[2])

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.metadata.model import (
     MAIN_BRANCH,
     Manifest,
@@ -29,28 +28,6 @@ from dbt.adapters.icetime.metadata.readers import (
 )
 
 logger = AdapterLogger("icetime")
-
-
-def choose_reader(settings: CatalogSettings, access: str, run_sql: SqlRunner) -> MetadataReader:
-    """pyiceberg when the client can open the catalog itself, else Spark SQL.
-
-    ``access`` is the profile's ``metadata_access``: ``auto`` prefers pyiceberg and falls back to
-    Spark SQL only when the catalog is not one this client can open (e.g. a server's own catalog).
-    """
-    properties = settings.pyiceberg_properties()
-    if access == "spark" or (access == "auto" and properties is None):
-        return SparkSqlReader(run_sql)
-    if properties is None:
-        raise errors.bad_profile_value(
-            "metadata_access",
-            access,
-            "auto or spark when the catalog is the server's own "
-            "(pyiceberg needs catalog_type sqlite or postgres)",
-        )
-    primary = PyIcebergReader(settings.name, properties)
-    if access == "auto":
-        return FallbackReader(primary, SparkSqlReader(run_sql))
-    return primary
 
 
 class FallbackReader:
@@ -86,8 +63,7 @@ class FallbackReader:
     def view_sql(self, name: TableName) -> str:
         return self._reader().view_sql(name)
 
-    @property
-    def pyiceberg(self) -> PyIcebergReader | None:
+    def direct(self) -> PyIcebergReader | None:
         """The pyiceberg reader, when this client can open the catalog itself."""
         self._reader()
         return None if self._use_fallback else self.primary
@@ -112,5 +88,4 @@ __all__ = [
     "SqlRunner",
     "TableMetadata",
     "TableName",
-    "choose_reader",
 ]

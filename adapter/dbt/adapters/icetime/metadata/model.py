@@ -12,6 +12,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, overload
 
+from dbt.adapters.icetime import errors
+
 # Snapshot summary keys written by Iceberg (see the table spec's "Snapshot Summary").
 OPERATION = "operation"
 ADDED_DATA_FILES = "added-data-files"
@@ -266,7 +268,11 @@ class TableMetadata:
     def current_schema(self) -> Schema:
         schema = self.schema(self.current_schema_id)
         if schema is None:
-            raise ValueError(f"{self.identifier}: current schema {self.current_schema_id} missing")
+            raise errors.MetadataError(
+                errors.CURRENT_SCHEMA_MISSING.format(
+                    table=self.identifier, schema_id=self.current_schema_id
+                )
+            )
         return schema
 
     def schema_for_snapshot(self, snapshot_id: int) -> Schema:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.sql import quote_identifier
+
+# A part of a name a user types (``relation=`` of an operation): letters, digits, underscores.
+TYPED_PART = re.compile(r"[A-Za-z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,23 @@ class TableName:
         if len(parts) == 3:
             return cls(parts[0], parts[1], parts[2])
         raise errors.MetadataError(errors.NOT_A_TABLE_NAME.format(text=text))
+
+    @classmethod
+    def typed(cls, text: str, catalog: str | None, default_schema: str) -> TableName:
+        """A name a user typed: ``table`` (in ``default_schema``), ``schema.table`` (in
+        ``catalog``) or ``catalog.schema.table``, each part optionally in backticks."""
+        parts = [p.strip("`") for p in text.split(".")]
+        if len(parts) == 1:
+            parts = [default_schema, *parts]
+        if len(parts) == 2:
+            parts = [catalog or "", *parts]
+        if (
+            len(parts) != 3
+            or not all(TYPED_PART.fullmatch(p) for p in parts[1:])
+            or (parts[0] and not TYPED_PART.fullmatch(parts[0]))
+        ):
+            raise errors.ConfigurationError(errors.BAD_RELATION.format(text=text))
+        return cls(parts[0] or None, parts[1], parts[2])
 
     @classmethod
     def from_node(cls, node: Any, catalog: str | None = None) -> TableName:

@@ -53,6 +53,11 @@ class MetadataReader(Protocol):
         """The SQL an Iceberg view runs, as stored in its current version."""
         ...
 
+    def direct(self) -> PyIcebergReader | None:
+        """The catalog database, when this client can open it (listings and table files then
+        go there, without Spark); None when metadata goes through Spark SQL."""
+        ...
+
 
 class FileAccess(Protocol):
     """Reads and writes table files (manifests, metadata JSON) with pyiceberg's FileIO."""
@@ -265,6 +270,9 @@ class PyIcebergReader:
         location = self.metadata_location(name, "VIEW")
         return stored_view_sql(name, location, self._read(location))
 
+    def direct(self) -> PyIcebergReader:
+        return self
+
     def table(self, name: TableName) -> TableMetadata:
         location = self.metadata_location(name)
         return parse_metadata(str(name), location, self._read(location))
@@ -342,6 +350,9 @@ class SparkSqlReader:
     def document(self, name: TableName) -> tuple[str, bytes]:
         location = self._current_metadata_file(name)
         return location, self._text(name, location).encode()
+
+    def direct(self) -> None:
+        return None
 
     def view_sql(self, name: TableName) -> str:
         # Spark 3.5 describes an Iceberg view without its text; SHOW CREATE TABLE has it, after

@@ -7,11 +7,9 @@ icetime built it from cost no data read.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from dbt.adapters.icetime import properties
 from dbt.adapters.icetime.metadata.model import TableMetadata
 
 # The catalog columns of the stats whose values are text (a snapshot id is not a number to dbt).
@@ -27,8 +25,8 @@ def _stat(key: str, label: str, value: Any, description: str) -> dict[str, Any]:
     }
 
 
-def table_stats(metadata: TableMetadata) -> dict[str, Any]:
-    """The catalog's stats of one Iceberg table."""
+def table_stats(metadata: TableMetadata, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The catalog's stats of one Iceberg table, and of its build record ({}: none)."""
     current = metadata.current_snapshot_id
     stats = {
         **_stat(
@@ -44,9 +42,8 @@ def table_stats(metadata: TableMetadata) -> dict[str, Any]:
             "Snapshots in the table's history (not expired)",
         ),
     }
-    raw = metadata.properties.get(properties.BUILT_FROM)
-    if raw:
-        inputs = json.loads(raw).get("inputs", {})
+    if record:
+        inputs = record.get("inputs") or {}
         built_from = ", ".join(f"{name}@{snapshot}" for name, snapshot in sorted(inputs.items()))
         stats.update(
             _stat(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import format_ms
 from dbt.adapters.icetime.pins.session import PinSession
@@ -22,7 +23,7 @@ ALLOW_OVERWRITE_VAR = "pin_allow_protected_overwrite"
 
 
 @dataclass
-class ProtectedTargets:
+class ProtectedTargets(Hook):
     services: Services
     session: PinSession
     # Whether this target is marked `protected: true` in the profile.
@@ -41,7 +42,7 @@ class ProtectedTargets:
             return
         if not self.session.recorded(node.unique_id):
             return  # the model reads no pinned input
-        if self.services.cli_vars.get(ALLOW_OVERWRITE_VAR) is True:
+        if self.services.vars.get(ALLOW_OVERWRITE_VAR) is True:
             return
         why = None
         table = TableName.from_node(node)
@@ -64,6 +65,13 @@ class ProtectedTargets:
                     relation=table, target=self.services.target_name, why=why
                 )
             )
+
+    def left_alone(self, node: Any) -> None:
+        self.check(node)
+
+    def before_model(self, node: Any, this: str) -> list[TableName]:
+        self.check(node)
+        return []
 
     def _table(self, table: TableName) -> TableMetadata | None:
         """The table's metadata, if it exists. Unreadable metadata raises: the guard fails

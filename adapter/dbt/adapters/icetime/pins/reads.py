@@ -6,10 +6,44 @@ from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.projection import current_schema_projection
-from dbt.adapters.icetime.pins.session import PinSession, check_schema_mode
+from dbt.adapters.icetime.pins.session import (
+    SCHEMA_MODE_KEY,
+    PinSession,
+    check_schema_mode,
+    check_schema_modes,
+)
+from dbt.adapters.icetime.pins.spec import PIN_VAR
 from dbt.adapters.icetime.relation import IcetimeRelation
+from dbt.adapters.icetime.runvars import RunVars
+
+
+class PinnedReads(Hook):
+    """Pinned runs' part in an invocation: the pins resolved once dbt's cache is filled, and
+    every ``ref()``/``source()`` read at its pin."""
+
+    def __init__(self, session: PinSession, run_vars: RunVars) -> None:
+        self.session = session
+        self.vars = run_vars
+
+    def cache_filled(self, graph: Mapping[str, Any], selected: list[str]) -> None:
+        check_schema_modes(graph, selected, self.vars.get(SCHEMA_MODE_KEY))
+        self.session.prepare_early(graph, selected, self.vars.get(PIN_VAR))
+
+    def input_read(self, read: InputRead, relation: Any) -> Any:
+        return pinned_read(
+            self.session,
+            relation,
+            read.reader_node,
+            read.selected,
+            read.graph,
+            self.vars.get(PIN_VAR),
+            self.vars.get(SCHEMA_MODE_KEY, read.schema_mode),
+            read.reader_materialized,
+            branch_run=self.session.branch is not None,
+        )
 
 
 def pinned_read(

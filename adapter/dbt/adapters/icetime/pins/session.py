@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime import errors, properties
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.errors import MetadataError, PinError, TableNotFoundError
+from dbt.adapters.icetime.graph import Deferral, Input, ProjectGraph
 from dbt.adapters.icetime.metadata import MetadataReader, RefKind, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtRef, Point
 from dbt.adapters.icetime.metadata.resolve import Archive, ResolvedPoint, at_instant, resolve
@@ -28,40 +28,6 @@ RUN_START = "run start"
 NEWER_THAN_RUN_START = "current (newer than run start)"
 SCHEMA_MODES = ("snapshot_time", "current")
 SCHEMA_MODE_KEY = "pin_schema_mode"  # the var and the model config
-
-
-@dataclass(frozen=True)
-class Input:
-    """An Iceberg table a selected node reads, with every name a pin mapping may use for it."""
-
-    table: TableName
-    names: tuple[str, ...]
-    own_point: Point | None  # the input's own pin_snapshot config/meta
-    is_view: bool
-    # A model, seed or snapshot (built by dbt in some target), not a source.
-    is_built: bool = False
-
-
-@dataclass(frozen=True)
-class Deferral:
-    """dbt's ``--defer`` rule: a node this run does not build is read from the state's
-    relation when the state favours it (``--favor-state``), or when the node's own relation
-    does not exist in this target. Pins follow the relation dbt actually reads."""
-
-    favor_state: bool
-    # Whether a relation exists in this target (dbt's relation cache).
-    exists: Callable[[TableName], bool]
-
-    def table(
-        self, node: Mapping[str, Any], own: TableName, selected: AbstractSet[str]
-    ) -> TableName:
-        state = node.get("defer_relation")
-        if not state:
-            return own
-        if (self.favor_state and node.get("unique_id") not in selected) or not self.exists(own):
-            kind = node.get("resource_type")
-            return TableName.from_node({**state, "resource_type": kind}, own.catalog)
-        return own
 
 
 @dataclass(frozen=True)
@@ -131,7 +97,10 @@ class PinSession:
                 self._request = self._parse_request(raw_request)
                 if inputs is None:
                     inputs = self.inputs_of(graph, selected)
-                self._resolve_all(inputs, all_names(graph, self.catalog))
+                project = self.project
+                for table in project.tables():  # a bad pin_snapshot config stops the run
+                    own_point(table)
+                self._resolve_all(inputs, project.names())
             except PinError as exc:
                 self._failure = exc
                 raise
@@ -149,7 +118,7 @@ class PinSession:
 
     def inputs_of(self, graph: Mapping[str, Any], selected: list[str]) -> dict[str, Input]:
         """The Iceberg inputs of the selected nodes, as this run reads them (deferred or not)."""
-        return collect_inputs(graph, selected, self.catalog, self.deferral)
+        return ProjectGraph(graph, self.catalog, self.deferral).inputs_of(selected)
 
     @property
     def explicit(self) -> bool:
@@ -172,7 +141,7 @@ class PinSession:
                     inputs[table] = Input(TableName.parse(table), (table,), None, False)
         for key, item in sorted(inputs.items()):
             point = request.point_for(item.names) if request else None
-            point = point or item.own_point
+            point = point or own_point(item)
             try:
                 pinned = self._resolve_one(item, point)
             except PinError as exc:
@@ -281,42 +250,11 @@ class PinSession:
         """The manifest's graph of this invocation ({} before it is known)."""
         return self._graph
 
-    def reads_of(self, reader_node: str) -> BuildInputs:
-        """Every relation ``reader_node`` reads when its build starts, seen through ephemeral
-        models and views: each Iceberg table at the snapshot the build reads, the views passed
-        through, and the inputs that are not Iceberg tables of this catalog.
-
-        A direct input is read at its pin; a model built earlier in this run, and a table
-        behind a view (views are not pinned), at their current snapshot now. A table whose
-        metadata cannot be read is listed as unreadable, never guessed.
-        """
-        found = BuildInputs()
-        reads = relations_read_by(
-            self._graph, reader_node, self.catalog, self.deferral, self._selected
-        )
-        found.views.extend(reads.views)
-        found.foreign.extend(reads.foreign)
-        for table, direct in reads.tables:
-            key = str(table)
-            pinned = self._pinned.get(key) if direct else None
-            if pinned is not None:
-                found.tables[key] = (pinned.snapshot_id, pinned.metadata.table_uuid)
-                found.note_clone(key, pinned.metadata)
-                continue
-            try:
-                metadata = self.reader.table(table)
-            except TableNotFoundError:
-                found.foreign.append(key)  # not an Iceberg table of the catalog
-                continue
-            except MetadataError as exc:
-                found.unreadable[key] = str(exc.msg)
-                continue
-            if metadata.current_snapshot_id is not None:
-                found.tables[key] = (metadata.current_snapshot_id, metadata.table_uuid)
-                found.note_clone(key, metadata)
-            else:
-                found.empty.append(key)
-        return found
+    @property
+    def project(self) -> ProjectGraph:
+        """This invocation's graph, as it reads inputs (deferred or not)."""
+        with self._lock:
+            return ProjectGraph(self._graph, self.catalog, self.deferral, set(self._selected))
 
     def _write(self) -> None:
         if self.pins_path is None:
@@ -331,155 +269,11 @@ class PinSession:
         record.write(self.pins_path, document)
 
 
-def collect_inputs(
-    graph: Mapping[str, Any],
-    selected: list[str],
-    catalog: str | None,
-    deferral: Deferral | None = None,
-) -> dict[str, Input]:
-    """The Iceberg inputs of the selected nodes, keyed by their full table name.
-
-    Ephemeral models are inlined into the nodes that use them, so their inputs count as the
-    selected node's own. With a ``deferral``, a node this run does not build is the relation
-    dbt reads for it.
-    """
-    nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
-    chosen = set(selected)
-    inputs: dict[str, Input] = {}
-    pending = [dep for uid in selected for dep in _deps(nodes.get(uid))]
-    seen: set[str] = set()
-    while pending:
-        dep = pending.pop()
-        target = nodes.get(dep)
-        if dep in seen or target is None or (dep in chosen and not dep.startswith("source.")):
-            continue
-        seen.add(dep)
-        if (target.get("config") or {}).get("materialized") == "ephemeral":
-            pending.extend(_deps(target))
-            continue
-        item = input_for(target, catalog)
-        if item is not None and deferral is not None and item.is_built:
-            read = deferral.table(target, item.table, chosen)
-            if read != item.table:
-                names = (str(read), read.short, *item.names)
-                item = Input(read, names, item.own_point, item.is_view, item.is_built)
-        if item is not None:
-            inputs.setdefault(str(item.table), item)
-    return inputs
-
-
-@dataclass
-class BuildInputs:
-    """What one build reads (see ``PinSession.reads_of``)."""
-
-    # table -> (snapshot id, table uuid)
-    tables: dict[str, tuple[int, str]] = field(default_factory=dict)
-    views: list[TableName] = field(default_factory=list)
-    # Inputs that are not Iceberg tables of this catalog (another catalog, a non-Iceberg table).
-    foreign: list[str] = field(default_factory=list)
-    # Iceberg tables with no snapshot yet.
-    empty: list[str] = field(default_factory=list)
-    # table -> why its metadata could not be read
-    unreadable: dict[str, str] = field(default_factory=dict)
-    # table -> the table it is a zero-copy clone of (an environment's copy of a source)
-    clone_of: dict[str, str] = field(default_factory=dict)
-
-    def note_clone(self, table: str, metadata: TableMetadata) -> None:
-        source = metadata.properties.get(properties.CLONE_SOURCE)
-        if source:
-            self.clone_of[table] = source
-
-
-@dataclass(frozen=True)
-class RelationsRead:
-    # Each Iceberg table candidate, with whether it is read directly (a ``ref()``/``source()``
-    # of it, or through an ephemeral model) rather than through a view.
-    tables: list[tuple[TableName, bool]]
-    views: list[TableName]
-    foreign: list[str]
-
-
-def relations_read_by(
-    graph: Mapping[str, Any],
-    node_id: str,
-    catalog: str | None,
-    deferral: Deferral | None = None,
-    selected: AbstractSet[str] = frozenset(),
-) -> RelationsRead:
-    """What a node reads, through ephemeral models and views (see ``RelationsRead``)."""
-    nodes = {**graph.get("nodes", {}), **graph.get("sources", {})}
-    found: dict[str, tuple[TableName, bool]] = {}
-    views: dict[str, TableName] = {}
-    foreign: set[str] = set()
-    pending = [(dep, True) for dep in _deps(nodes.get(node_id))]
-    seen: set[tuple[str, bool]] = set()
-    while pending:
-        dep, direct = pending.pop()
-        node = nodes.get(dep)
-        if (dep, direct) in seen:
-            continue
-        seen.add((dep, direct))
-        if node is None:
-            foreign.add(dep)
-            continue
-        materialized = (node.get("config") or {}).get("materialized")
-        if materialized in ("ephemeral", "view") and node.get("resource_type") == "model":
-            if materialized == "view":
-                view = TableName.from_node(node, catalog)
-                if deferral is not None:
-                    view = deferral.table(node, view, selected)
-                views[str(view)] = view
-            through = direct and materialized == "ephemeral"
-            pending.extend((up, through) for up in _deps(node))
-            continue
-        item = input_for(node, catalog)
-        if item is None:
-            foreign.add(dep)
-            continue
-        table = item.table
-        if deferral is not None and item.is_built:
-            table = deferral.table(node, table, selected)
-        known = found.get(str(table))
-        found[str(table)] = (table, direct or (known is not None and known[1]))
-    return RelationsRead(
-        tables=[found[key] for key in sorted(found)],
-        views=[views[key] for key in sorted(views)],
-        foreign=sorted(foreign),
-    )
-
-
-def _deps(node: Mapping[str, Any] | None) -> list[str]:
-    return list((node or {}).get("depends_on", {}).get("nodes", []))
-
-
-def input_for(node: Mapping[str, Any], catalog: str | None) -> Input | None:
-    resource = node.get("resource_type")
-    config = node.get("config") or {}
-    materialized = config.get("materialized")
-    if resource not in ("source", "model", "seed", "snapshot") or materialized == "ephemeral":
+def own_point(item: Input) -> Point | None:
+    """An input's own pin_snapshot config, parsed (None: it has none)."""
+    if not item.own_pin:
         return None
-    table = TableName.from_node(node, catalog)
-    if catalog is not None and table.catalog != catalog:
-        return None  # another catalog: not one icetime resolves pins in
-    names = [str(table), table.short]
-    if resource == "source":
-        names.append(f"{node['source_name']}.{node['name']}")
-    else:
-        names.append(node["name"])
-    own = config.get("pin_snapshot") or (config.get("meta") or {}).get("pin_snapshot")
-    own = own or (node.get("meta") or {}).get("pin_snapshot")
-    own_point = pin_point(own, f"pin_snapshot of {node['unique_id']}") if own else None
-    return Input(table, tuple(names), own_point, materialized == "view", resource != "source")
-
-
-def all_names(graph: Mapping[str, Any], catalog: str | None) -> set[str]:
-    """Every name a pin mapping may use for any table of the project."""
-    names: set[str] = set()
-    for node in (*graph.get("nodes", {}).values(), *graph.get("sources", {}).values()):
-        item = input_for(node, catalog)
-        if item is not None:
-            names.update(item.names)
-    return names
+    return pin_point(item.own_pin, f"pin_snapshot of {item.node_id}")
 
 
 def check_schema_modes(graph: Mapping[str, Any], selected: list[str], run_value: Any) -> None:

@@ -22,7 +22,6 @@
       model.unique_id if model is defined and model else none,
       selected_resources if selected_resources is defined else [],
       graph,
-      var('pin_snapshot', none),
-      config.get('pin_schema_mode') or var('pin_schema_mode', none),
+      config.get('pin_schema_mode'),
       config.get('materialized'))) }}
 {% endmacro %}

@@ -2,7 +2,7 @@
     can be skipped starts with icetime_unchanged(). When this run leaves the model as it is, no
     statement runs, no hook runs and nothing commits; the node's status is dbt's `no-op` and its
     message says why. On dbt-core 1.11 such a model ends before its materialization is called
-    (the adapter's builds/status.py); the no-op here serves a dbt whose runner is not wrapped.
+    (the adapter's dbt_patches/no_op.py); the no-op here serves a dbt whose runner is not patched.
     In a --defer run, a model whose production build matches is cloned from production
     (zero-copy) instead of built. A materialization that completes calls
     icetime_build_finished(), which lets the adapter record the build on the table. -#}

@@ -4,7 +4,7 @@
 {% materialization table, adapter='icetime', supported_languages=['sql', 'python'] %}
   {%- set unchanged = icetime_unchanged() -%}
   {%- if unchanged is not none -%}{{ return(unchanged) }}{%- endif -%}
-  {%- if var('wap_branch', none) is none -%}
+  {%- if adapter.icetime_var('wap_branch') is none -%}
     {{ return(icetime_build_finished(materialization_table_spark())) }}
   {%- endif -%}
   {%- if model['language'] != 'sql' -%}

@@ -4,7 +4,7 @@
 {% materialization view, adapter='icetime' %}
   {%- set unchanged = icetime_unchanged() -%}
   {%- if unchanged is not none -%}{{ return(unchanged) }}{%- endif -%}
-  {%- if var('wap_branch', none) is none -%}
+  {%- if adapter.icetime_var('wap_branch') is none -%}
     {{ return(materialization_view_default()) }}
   {%- endif -%}
   {{ log("icetime: " ~ this ~ " is a view: not rebuilt in a branch run (it reads the branch through spark.wap.branch)", info=true) }}

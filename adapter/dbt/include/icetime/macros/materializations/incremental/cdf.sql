@@ -1,8 +1,8 @@
 {#- incremental_strategy='cdf': incremental models driven by snapshot diffs, as a recipe of named
     steps. The model reads icetime.changes(ref(...)) (its change rows, which run.sql defines in
     a WITH clause around the model's query), or, with cdf_recompute_keys, plain SQL over its
-    upstreams. The adapter (cdf/session.py) plans the run and moves the watermarks after the
-    data commit. See docs/flow/cdf.md. -#}
+    upstreams. The adapter (cdf/session.py) plans the run; the tail is the change engine's
+    (changes.sql). See docs/flow/cdf.md. -#}
 
 {% macro icetime_cdf_materialization() %}
   {%- do icetime_cdf_require_sql() -%}
@@ -21,20 +21,13 @@
     {%- do committed.append(true) -%}
   {%- elif not run.has_changes -%}
     {#- Only compactions since the watermark: move it (a metadata update, no data read). -#}
-    {%- do icetime_cdf_no_changes(run) -%}
+    {%- do icetime_changes_none(run) -%}
     {%- if run.moves %}{% do committed.append(true) %}{% endif -%}
   {%- else -%}
     {%- do icetime_cdf_apply_changes(run, existing_relation, on_schema_change) -%}
     {%- do committed.append(true) -%}
   {%- endif -%}
-  {% do adapter.icetime_cdf_finish(model, committed | length > 0) %}
-  {%- set main = load_result('main') -%}
-  {% do store_result('main', response=adapter.icetime_cdf_response(model, main.response), agate_table=main.table) %}
-
-  {% do apply_grants(this, config.get('grants'), should_revoke(existing_relation, full_refresh_mode=run.full)) %}
-  {% do persist_docs(this, model) %}
-  {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [this]}) }}
+  {{ return(icetime_changes_end(run, existing_relation, committed | length > 0)) }}
 {% endmacro %}
 
 
@@ -42,11 +35,6 @@
   {%- if model['language'] != 'sql' -%}
     {% do exceptions.raise_compiler_error("CDF model " ~ model['unique_id'] ~ " must be a SQL model; Python models are not supported by incremental_strategy 'cdf'.") %}
   {%- endif -%}
-{% endmacro %}
-
-
-{% macro icetime_cdf_temp_relation(suffix) %}
-  {{ return(this.incorporate(path={"identifier": this.identifier ~ suffix}).include(database=false, schema=false)) }}
 {% endmacro %}
 
 
@@ -81,18 +69,8 @@
     {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
     {%- set sql = icetime_cdf_initial_sql(icetime_cdf_query(run), columns, run.mode) -%}
   {%- endif -%}
-  {% do adapter.icetime_cdf_fault('before_write') %}
-  {% do adapter.icetime_cdf_fault('during_write') %}
-  {%- call statement('main') -%}
-    {{ create_table_as(False, this, sql) }}
-  {%- endcall -%}
+  {%- do icetime_changes_write(create_table_as(False, this, sql)) -%}
   {% do persist_constraints(this, model) %}
-{% endmacro %}
-
-
-{% macro icetime_cdf_no_changes(run) %}
-  {{ log("icetime: " ~ this ~ ": " ~ run.message, info=true) }}
-  {%- call noop_statement('main', 'NO-OP no changes', 'no-op') -%}-- {{ run.message }}{%- endcall -%}
 {% endmacro %}
 
 
@@ -105,7 +83,7 @@
     {%- set model_columns = adapter.icetime_query_columns(run.sql, config.get('sql_header')) -%}
     {%- set changes = icetime_cdf_query(run) -%}
   {%- else -%}
-    {%- set changes = icetime_cdf_temp_relation('__dbt_tmp') -%}
+    {%- set changes = icetime_changes_temp_relation('__dbt_tmp') -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
     {%- if run.mode == 'merge' -%}
       {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
@@ -114,7 +92,7 @@
   {%- endif -%}
   {%- set columns = icetime_cdf_payload_columns(model_columns, run.mode) -%}
   {%- set payload = icetime_cdf_payload(run, changes, columns, existing_relation, on_schema_change) -%}
-  {% do adapter.icetime_cdf_fault('before_write') %}
+  {% do adapter.icetime_fault('before_write') %}
   {%- do icetime_cdf_recover_append(run) -%}
   {%- set bounds = none -%}
   {%- if run.mode == 'merge' -%}
@@ -122,7 +100,7 @@
     {%- set bounds = adapter.icetime_key_bounds(changes, first_key) -%}
   {%- endif -%}
   {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
-  {% do adapter.icetime_cdf_fault('during_write') %}
+  {% do adapter.icetime_fault('during_write') %}
   {%- call statement('main') -%}
     {%- if run.mode == 'merge' -%}
       {{ icetime_cdf_merge_sql(this, target_columns, changes, model_columns, columns, config.get('unique_key'), bounds) }}
@@ -149,7 +127,7 @@
   {%- elif on_schema_change == 'ignore' -%}
     {{ return(none) }}
   {%- endif -%}
-  {%- set payload = icetime_cdf_temp_relation('__icetime_payload') -%}
+  {%- set payload = icetime_changes_temp_relation('__icetime_payload') -%}
   {% call statement('create_payload_relation') -%}
     create or replace temporary view {{ payload }} as
     select {{ columns | map(attribute='quoted') | join(', ') }} from {{ changes }}

@@ -20,8 +20,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import Signed, changes_sql, empty_sql, full_sql, signed_read
-from dbt.adapters.icetime.cdf.cost import (
+from dbt.adapters.icetime.changes.cost import (
     FIXED_FULL_S,
     FIXED_INCREMENTAL_S,
     FULL,
@@ -29,20 +28,20 @@ from dbt.adapters.icetime.cdf.cost import (
     WHOLE_AGGREGATION_S,
     Estimate,
 )
-from dbt.adapters.icetime.cdf.feeds import STAGING_DIRECTORY, Feed, Feeds
-from dbt.adapters.icetime.cdf.files import Touched
-from dbt.adapters.icetime.cdf.plan import (
+from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feed, Feeds
+from dbt.adapters.icetime.changes.files import Touched
+from dbt.adapters.icetime.changes.plan import (
     COMPACTION,
     ChangeRange,
     Commit,
     HistoryGap,
     Watermark,
     full_range,
-    history_base,
-    history_range,
     plan_range,
+    versions_base,
+    versions_range,
 )
-from dbt.adapters.icetime.cdf.reads import (
+from dbt.adapters.icetime.changes.reads import (
     SnapshotReads,
     output_schema,
     snapshot_read,
@@ -50,7 +49,14 @@ from dbt.adapters.icetime.cdf.reads import (
     staged_relation,
     table_bytes,
 )
-from dbt.adapters.icetime.cdf.state import CdfState, load_state
+from dbt.adapters.icetime.changes.signed import (
+    Signed,
+    changes_sql,
+    empty_sql,
+    full_sql,
+    signed_read,
+)
+from dbt.adapters.icetime.changes.state import CdfState, load_state
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import (
     TOTAL_DATA_FILES,
@@ -65,10 +71,10 @@ logger = AdapterLogger("icetime")
 MERGE = "merge"
 APPEND_MODE = "append"
 RECOMPUTE = "recompute"
-# A history snapshot (strategy iceberg_history): every commit's changes, each commit apart, and
-# on a first run the history since a base snapshot rather than the rows at the pin.
-HISTORY = "history"
-PER_COMMIT = (APPEND_MODE, HISTORY)
+# An SCD snapshot (strategy iceberg_history): every commit's changes, each commit apart (each a
+# version), and on a first run every commit since a base snapshot rather than the rows at the pin.
+VERSIONS = "versions"
+PER_COMMIT = (APPEND_MODE, VERSIONS)
 GAP_FAIL = "fail"
 GAP_FULL_REFRESH = "full_refresh"
 GAP_CHOICES = (GAP_FAIL, GAP_FULL_REFRESH)
@@ -104,7 +110,7 @@ class Upstream:
 
 
 @dataclass
-class CdfRun:
+class ChangeRun:
     node_id: str
     target: TableName
     mode: str
@@ -140,8 +146,8 @@ class CdfRun:
             self.full_reason = "first run"
         elif self.full_refresh:
             self.full_reason = "--full-refresh"
-        elif self.state is None and self.mode != HISTORY:
-            # A snapshot table without a watermark is continued (see _history_range).
+        elif self.state is None and self.mode != VERSIONS:
+            # A snapshot table without a watermark is continued (see _versions_range).
             self.full_reason = f"no watermark is recorded on {self.target}"
 
     @property
@@ -202,26 +208,26 @@ class CdfRun:
         if isinstance(planned, HistoryGap):
             self._gap(planned)
             planned = full_range(upstream.metadata, upstream.to_snapshot)
-        if self.mode == HISTORY and planned.full:
-            planned = self._history_range(upstream)
+        if self.mode == VERSIONS and planned.full:
+            planned = self._versions_range(upstream)
         upstream.change_range = planned
 
-    def _history_range(self, upstream: Upstream) -> ChangeRange:
+    def _versions_range(self, upstream: Upstream) -> ChangeRange:
         """A history snapshot without a watermark reads a history: from the base snapshot of a
         new (or rebuilt) table, or, continuing a table that has none (one a timestamp or check
         snapshot built), from the pinned snapshot alone, compared with the table's rows."""
         metadata, to_snapshot = upstream.metadata, upstream.to_snapshot
         if self.full:
-            base = history_base(metadata, to_snapshot, self.history_start_ms, self.history_start)
+            base = versions_base(metadata, to_snapshot, self.history_start_ms, self.history_start)
         else:
             base = metadata.snapshot(to_snapshot) if to_snapshot is not None else None
         if base is None or to_snapshot is None:  # the table has no snapshot: no rows
             return full_range(metadata, to_snapshot)
-        upstream.base, history = history_range(metadata, to_snapshot, base)
+        upstream.base, history = versions_range(metadata, to_snapshot, base)
         return history
 
     def _gap(self, gap: HistoryGap) -> None:
-        template = errors.SNAPSHOT_HISTORY_GAP if self.mode == HISTORY else errors.HISTORY_GAP
+        template = errors.SNAPSHOT_HISTORY_GAP if self.mode == VERSIONS else errors.HISTORY_GAP
         message = template.format(
             model=self.node_id,
             table=gap.table,
@@ -247,7 +253,7 @@ class CdfRun:
         """Estimate both sides from metadata (adding to the other upstreams'), then choose."""
         change_range = upstream.change_range
         assert change_range is not None
-        if (self.full and self.mode != HISTORY) or not change_range.has_changes:
+        if (self.full and self.mode != VERSIONS) or not change_range.has_changes:
             return
         assert change_range.to_snapshot is not None
         started = time.perf_counter()
@@ -317,7 +323,7 @@ class CdfRun:
                 commits = (upstream.base, *commits)
             if pieces:
                 # A history pairs nothing: its versions are each key's row after each commit.
-                paired = [] if self.mode == HISTORY else pairing
+                paired = [] if self.mode == VERSIONS else pairing
                 per_commit = self.mode in PER_COMMIT
                 sql = changes_sql(columns, pieces, commits, per_commit=per_commit, keys=paired)
             else:

@@ -1,7 +1,7 @@
 """Where a range's signed rows come from: the touched files (staged by the client), or whole
 snapshots read by the server.
 
-``staged_read`` is the incremental path on every connection (see ``cdf/files.py``): the client
+``staged_read`` is the incremental path on every connection (see ``changes/files.py``): the client
 reads only the files each commit touched and stages their changed rows, as one Parquet file
 that the server reads through a temporary view (``staged_relation``), or, when they are few,
 as an inline ``VALUES`` table in the SQL. ``SnapshotReads``
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dbt.adapters.icetime.cdf.changes import ORD, SIGN, Signed, signed_read
-from dbt.adapters.icetime.cdf.files import StagedRows
-from dbt.adapters.icetime.cdf.plan import COMPACTION, Commit
+from dbt.adapters.icetime.changes.files import StagedRows
+from dbt.adapters.icetime.changes.plan import COMPACTION, Commit
+from dbt.adapters.icetime.changes.signed import ORD, SIGN, Signed, signed_read
 from dbt.adapters.icetime.metadata.model import TOTAL_FILE_SIZE, Schema, TableMetadata
 from dbt.adapters.icetime.metadata.projection import field_projection, spark_type
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal

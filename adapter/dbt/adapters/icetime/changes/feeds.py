@@ -2,7 +2,7 @@
 
 Models that read the same upstream over the same snapshot range (same table, watermark, pinned
 snapshot and output schema) get the same signed rows. The first one plans the touched files and
-stages their changed rows (``cdf/files.py``); the others reuse the staged file: each model's
+stages their changed rows (``changes/files.py``); the others reuse the staged file: each model's
 own views over it (the file as a relation, then the net or per-commit shape and its filters)
 are only SQL. Staged files are deleted when the invocation ends.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime.cdf.files import FilePlan, StagedRows, UpstreamFiles, stage
-from dbt.adapters.icetime.cdf.plan import ChangeRange
+from dbt.adapters.icetime.changes.files import FilePlan, StagedRows, UpstreamFiles, stage
+from dbt.adapters.icetime.changes.plan import ChangeRange
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Schema
 from dbt.adapters.icetime.metadata.readers import pyiceberg_table

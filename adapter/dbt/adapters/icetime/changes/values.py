@@ -18,11 +18,18 @@ rows to the Parquet file.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import (
+    date_literal,
+    decimal_literal,
+    double_literal,
+    integer_literal,
+    quote_identifier,
+    sql_literal,
+    timestamp_literal,
+)
 
 MAX_ROWS = 256
 MAX_CHARS = 64_000
@@ -56,33 +63,21 @@ def _render(arrow_type: Any) -> Render | None:
     if pa.types.is_boolean(arrow_type):
         return lambda v: "true" if v else "false"
     if pa.types.is_signed_integer(arrow_type):
-        suffix = {8: "Y", 16: "S", 32: "", 64: "L"}[arrow_type.bit_width]
-        return lambda v: f"{int(v)}{suffix}"
+        bits = arrow_type.bit_width
+        return lambda v: integer_literal(v, bits)
     if pa.types.is_float32(arrow_type) or pa.types.is_float64(arrow_type):
-        return _double
+        return double_literal
     if pa.types.is_decimal128(arrow_type):
-        target = f"decimal({arrow_type.precision},{arrow_type.scale})"
-        return lambda v: f"cast('{v}' as {target})"
+        precision, scale = arrow_type.precision, arrow_type.scale
+        return lambda v: decimal_literal(v, precision, scale)
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return sql_literal
     if pa.types.is_date32(arrow_type):
-        return lambda v: f"date'{v.isoformat()}'"
+        return date_literal
     if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "us":
-        if arrow_type.tz is None:
-            return lambda v: f"timestamp_ntz'{v.isoformat(sep=' ')}'"
-        return lambda v: f"timestamp'{v.isoformat(sep=' ')}'"
+        ntz = arrow_type.tz is None
+        return lambda v: timestamp_literal(v, ntz)
     return None
-
-
-def _double(value: float) -> str:
-    """A float or double, exactly (a float32 is a double exactly, cast back by the reader)."""
-    if math.isnan(value):
-        text = "NaN"
-    elif math.isinf(value):
-        text = "Infinity" if value > 0 else "-Infinity"
-    else:
-        text = repr(float(value))
-    return f"cast('{text}' as double)"
 
 
 def column_list(schema: Any) -> str | None:

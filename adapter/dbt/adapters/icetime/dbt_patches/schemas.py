@@ -1,4 +1,4 @@
-"""JSON schemas that dbt builds at each start, built once per machine and kept.
+"""``schemas``: the JSON schemas dbt builds at each start, built once per machine and kept.
 
 dbt checks the profile, ``dbt_project.yml`` and the run's configuration against JSON schemas
 that mashumaro builds from their dataclasses at every start: about 0.25 s of a `dbt run` that
@@ -10,9 +10,10 @@ defaults, metadata) and the versions of the libraries that define and build it. 
 of them names another file, so a kept schema is never used for other fields or another library.
 A cache that cannot be read or written is passed over and the schema built, as dbt builds it.
 
-The profile's schema is kept by ``IcetimeCredentials.json_schema``; dbt's own project contracts
-by ``keep_project_schemas``, which the ``dbt`` command calls when the adapter loads
-(``process.py``), before dbt reads ``dbt_project.yml``.
+The profile's schema is kept by ``IcetimeCredentials.json_schema`` (the adapter's own class, no
+patch). dbt's own project contracts are kept by ``install``, which only the ``dbt`` command runs,
+when the adapter loads, before dbt reads ``dbt_project.yml``: a program that runs dbt as a
+library keeps dbt's classes as they are.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+NAME = "schemas"
+COMMAND_ONLY = True
 
 # The distributions whose code defines the schemas' classes (dbt-core's contracts and their
 # nested classes, dbt-adapters' and dbt-spark's credentials) and builds them (dbt-common's
@@ -99,7 +103,7 @@ def _keep(path: Path, schema: dict[str, Any]) -> None:
                 os.unlink(part)
 
 
-def keep_project_schemas() -> None:
+def install() -> bool:
     """dbt-core's contracts for ``dbt_project.yml``, ``packages.yml`` and ``selectors.yml`` take
     their schemas from ``kept``, and so does the run's configuration (``Configuration``, a
     ``Project``). A class this dbt does not have, or one that builds its schema its own way, is
@@ -109,11 +113,14 @@ def keep_project_schemas() -> None:
         from dbt.contracts.selection import SelectorFile
         from dbt_common.dataclass_schema import dbtClassMixin
     except ImportError:
-        return
+        return False
     dbts = vars(dbtClassMixin)["json_schema"].__func__
+    replaced = False
     for cls in (Project, PackageConfig, SelectorFile):
         if getattr(cls.json_schema, "__func__", None) is dbts:
             cls.json_schema = classmethod(_kept_json_schema)  # type: ignore[assignment,method-assign]
+            replaced = True
+    return replaced
 
 
 def _kept_json_schema(cls: type) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Incremental or rebuild: a CDF run's choice by cost, estimated from metadata before any read.
 
-The incremental side reads the files the range's commits touched (``cdf/files.py``: their
+The incremental side reads the files the range's commits touched (``changes/files.py``: their
 sizes come from the manifests) and merges the changed rows; the full side reads the upstream's
 every file at the pinned snapshot (its summary's ``total-files-size``) and writes the target
 anew. Each side is a fixed cost plus a cost per megabyte read, calibrated on a 2-core machine by
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbt.adapters.icetime.cdf.files import Touched
+from dbt.adapters.icetime.changes.files import Touched
 
 FIXED_INCREMENTAL_S = 2.0
 INCREMENTAL_S_PER_MB = 0.17

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.plan import Watermark
+from dbt.adapters.icetime.changes.plan import Watermark
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.properties import CDF_STATE
 from dbt.adapters.icetime.sql import set_properties_sql

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.icetime.cdf.plan import Commit
+from dbt.adapters.icetime.changes.plan import Commit
 
 CHANGE_TYPE = "_change_type"
 COMMIT_SNAPSHOT_ID = "_commit_snapshot_id"

@@ -1,7 +1,7 @@
 """The SQL that turns a source's per-commit change rows into SCD2 versions (strategy
 iceberg_history): one version per commit that changed a key's row, stamped with that commit's time.
 
-The change rows are the snapshot's query run over the change view of its source (``cdf/runs.py``,
+The change rows are the snapshot's query run over the change view of its source (``changes/run.py``,
 mode ``history``): each row a commit inserted (``insert``) or removed (``delete``), with the
 commit's snapshot id, timestamp and ordinal; a first run's base snapshot is ordinal 0, read whole.
 
@@ -33,7 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.changes import (
+from dbt.adapters.icetime.changes.keys import KeyBound
+from dbt.adapters.icetime.changes.signed import (
     CHANGE_COLUMNS,
     CHANGE_ORDINAL,
     CHANGE_TYPE,
@@ -53,24 +54,6 @@ _OP = "_icetime_op"
 
 NEW_RECORD = "new_record"
 IGNORE = "ignore"
-
-
-@dataclass(frozen=True)
-class KeyBound:
-    """Where a key's values lie: some listed values, and some inclusive ranges (SQL literals).
-    A condition on the table alone, so Spark pushes it into Iceberg's scan, which skips the
-    files whose key range misses it."""
-
-    values: tuple[str, ...] = ()
-    ranges: tuple[tuple[str, str], ...] = ()
-    # Every value it admits is one of the keys (listed values, runs of consecutive integers),
-    # not only a range around some of them.
-    exact: bool = True
-
-    def sql(self, column: str) -> str:
-        parts = [f"{column} in ({', '.join(self.values)})"] if self.values else []
-        parts += [f"{column} between {low} and {high}" for low, high in self.ranges]
-        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
 
 
 @dataclass(frozen=True)

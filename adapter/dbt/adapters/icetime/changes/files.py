@@ -15,7 +15,7 @@ update that changed nothing) are cancelled here (``_net``), so only changed rows
 and the server skips its aggregation when the range is one commit (``ChangeRows.net_commits``).
 
 The rows are staged once per upstream range (``StagedRows``): as one Parquet file beside the
-model's target, or, a few rows of plain types, as literals in the SQL (``cdf/values.py``).
+model's target, or, a few rows of plain types, as literals in the SQL (``changes/values.py``).
 The server reads and merges them: the client needs no JVM, so this is the same
 path on the embedded session, ``thrift`` and ``http``. Why not a ``_file`` predicate on the
 server: Iceberg 1.10 on Spark 3.5 does not push it down (the plan shows ``filters=`` empty and
@@ -32,9 +32,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.icetime.cdf.changes import ORD, SIGN
-from dbt.adapters.icetime.cdf.plan import APPEND, COMPACTION, REPLACED, ChangeRange, Commit
-from dbt.adapters.icetime.cdf.values import column_list, inline_rows
+from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION, REPLACED, ChangeRange, Commit
+from dbt.adapters.icetime.changes.signed import ORD, SIGN
+from dbt.adapters.icetime.changes.values import column_list, inline_rows
 
 FILE_PATH_FIELD_ID = 2147483546  # a position delete file's file_path column
 # Above this many rows a commit's rows are netted on Arrow's thread pool. Below it one thread

@@ -5,7 +5,7 @@ While dbt compiles the snapshot, its ``source()``/``ref()`` renders the name of 
 view instead of the table (``input``): the snapshot's query then runs over each commit's changed
 rows. The materialization asks ``prepare`` what the run is (a first run reads the history from
 a base snapshot, later ones the commits after the watermark), then ``versions`` for the SQL
-that writes them (``cdf/versions.py``). The watermark is the CDF state every CDF model keeps,
+that writes them (``scd/versions.py``). The watermark is the CDF state every CDF model keeps,
 moved by ``CdfSession.finish``; a run interrupted between its data commit and that move is
 rolled back to where it started, then applied again.
 """
@@ -14,28 +14,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.cdf.changes import CHANGE_COLUMNS
-from dbt.adapters.icetime.cdf.config import HistoryConfig, history_config
-from dbt.adapters.icetime.cdf.runs import HISTORY, CdfRun, Upstream, view_name
-from dbt.adapters.icetime.cdf.versions import Versioning, create_sql, merge_sql, payload_columns
-from dbt.adapters.icetime.config import is_history_snapshot
+from dbt.adapters.icetime.changes.keys import touched_keys
+from dbt.adapters.icetime.changes.run import VERSIONS, ChangeRun, Upstream, view_name
+from dbt.adapters.icetime.changes.runs import ChangeRuns
+from dbt.adapters.icetime.changes.signed import CHANGE_COLUMNS
+from dbt.adapters.icetime.config import is_scd_snapshot
+from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.scd.config import ScdConfig, scd_config
+from dbt.adapters.icetime.scd.versions import Versioning, create_sql, merge_sql, payload_columns
 from dbt.adapters.icetime.services import empty_run
 from dbt.adapters.icetime.sql import quote_identifier
-
-if TYPE_CHECKING:
-    from dbt.adapters.icetime.cdf.session import CdfSession
 
 logger = AdapterLogger("icetime")
 
 
 @dataclass(frozen=True)
-class HistoryInput:
+class ScdInput:
     """The table a history snapshot's query reads, at this run's pin, and its change view."""
 
     table: TableName
@@ -43,17 +43,20 @@ class HistoryInput:
     view: str
 
 
-class HistorySnapshots:
-    def __init__(self, session: CdfSession) -> None:
-        self.session = session
-        self.services = session.services
-        self._inputs: dict[str, HistoryInput] = {}
-        self._configs: dict[str, HistoryConfig] = {}
+class ScdSnapshots(Hook):
+    def __init__(self, runs: ChangeRuns) -> None:
+        self.runs = runs
+        self.services = runs.services
+        self._inputs: dict[str, ScdInput] = {}
+        self._configs: dict[str, ScdConfig] = {}
+
+    def input_read(self, read: InputRead, relation: Any) -> Any:
+        """What ``source()``/``ref()`` renders in an SCD snapshot: its change view."""
+        return self.input(read.relation, relation, read.reader_node, read.graph)
 
     def input(self, relation: Any, read: Any, reader_node: str | None, graph: Any) -> Any:
-        """What ``source()``/``ref()`` renders in a history snapshot: its change view."""
         node = (graph.get("nodes") or {}).get(reader_node or "") if graph else None
-        if not node or not is_history_snapshot(node) or getattr(read, "limit", None) == 0:
+        if not node or not is_scd_snapshot(node) or getattr(read, "limit", None) == 0:
             return read
         assert reader_node is not None
         table = TableName.from_relation(relation)
@@ -63,7 +66,7 @@ class HistorySnapshots:
                 errors.HISTORY_TWO_TABLES.format(model=reader_node, first=known.table, second=table)
             )
         view = view_name(reader_node, "history")
-        self._inputs[reader_node] = HistoryInput(table, getattr(read, "snapshot_id", None), view)
+        self._inputs[reader_node] = ScdInput(table, getattr(read, "snapshot_id", None), view)
         return read.incorporate(
             path={"database": None, "schema": None, "identifier": view},
             snapshot_id=None,
@@ -71,9 +74,9 @@ class HistorySnapshots:
         )
 
     def prepare(self, model: Mapping[str, Any]) -> dict[str, Any]:
-        """Plan the snapshot's run and create its change view (see CdfRun.describe)."""
+        """Plan the snapshot's run and create its change view (see ChangeRun.describe)."""
         node_id = model["unique_id"]
-        config = history_config(model)
+        config = scd_config(model)
         if empty_run():
             return {"empty": True, "full": True, "has_changes": False, "reason": "--empty"}
         seen = self._inputs.get(node_id)
@@ -85,21 +88,13 @@ class HistorySnapshots:
             raise errors.ConfigurationError(
                 errors.HISTORY_NOT_ICEBERG.format(model=node_id, table=seen.table)
             ) from exc
-        target = TableName.from_node(model)
-        run = CdfRun(
-            node_id=node_id,
-            target=target,
-            mode=HISTORY,
-            on_history_gap=config.on_history_gap,
-            refresh=config.refresh,
-            target_metadata=self.session.existing(target),
-            full_refresh=False,
-            execute=self.services.execute,
-            feeds=self.session.feeds,
+        run = self.runs.begin(
+            model,
+            VERSIONS,
+            config,
             history_start=config.history_start,
             history_start_ms=config.history_start_ms,
         )
-        self.session.start(run)
         self._configs[node_id] = config
         pinned = seen.snapshot_id
         run.add(
@@ -130,7 +125,7 @@ class HistorySnapshots:
         the columns it lacks)."""
         node_id = model["unique_id"]
         config = self._configs[node_id]
-        run = self.session.run_of(node_id)
+        run = self.runs.run_of(node_id)
         upstream = next(iter(run.upstreams.values()))
         names = [str(c.name) for c in columns]
         lowered = {n.lower() for n in names}
@@ -173,7 +168,7 @@ class HistorySnapshots:
                 target_columns=[*present, *added],
                 continuing=continuing,
                 touched=(
-                    self.session.touched_keys(changes, key.name, key.is_integer())
+                    touched_keys(self.services.fetch, changes, key.name, key.is_integer())
                     if continuing is None and key is not None
                     else None
                 ),
@@ -183,9 +178,9 @@ class HistorySnapshots:
     def _check_table(
         self,
         node_id: str,
-        run: CdfRun,
+        run: ChangeRun,
         upstream: Upstream,
-        config: HistoryConfig,
+        config: ScdConfig,
         present: Sequence[str],
     ) -> None:
         have = {n.lower() for n in present}
@@ -206,7 +201,7 @@ class HistorySnapshots:
         target: TableName,
         columns: Sequence[Any],
         present: Sequence[str],
-        config: HistoryConfig,
+        config: ScdConfig,
     ) -> list[str]:
         """Add what the table lacks: new columns of the query (as dbt's snapshots do), and
         ``dbt_is_deleted`` when a snapshot switches to ``hard_deletes: new_record``."""
@@ -226,7 +221,7 @@ class HistorySnapshots:
             self.services.execute(f"alter table {target.sql()} add columns ({listed})")
         return [n for n, _ in added]
 
-    def _roll_back(self, run: CdfRun) -> None:
+    def _roll_back(self, run: ChangeRun) -> None:
         """Take back an interrupted run's data commit: the table returns to the snapshot the
         last recorded run left it at (the rows and the watermark agree again)."""
         metadata = run.target_metadata

@@ -1,20 +1,20 @@
-"""dbt's ``no-op`` status for a model icetime did not build.
+"""``no_op``: dbt's ``no-op`` status for a model icetime did not build.
 
 dbt-core 1.11 gives every model whose materialization returned the status ``success``
 (``ModelRunner._build_run_model_result``); only its own no-op runners (exposures, saved
 queries) report ``no-op``. ``install`` wraps two of dbt's methods:
 
-- ``ModelRunner.execute``: a model this run leaves exactly as it is (skipped as unchanged, the
-  adapter's ``left_alone``) ends there, before dbt makes its run context and calls its
-  materialization (about 3 ms a model, a third of a skipped model's time in dbt). Its result is
-  the one its materialization's ``noop_statement`` would give: status ``no-op``, message
-  ``NO-OP <reason>``, code ``no-op``;
+- ``ModelRunner.execute``: a model this run leaves exactly as it is (skipped as unchanged: the
+  adapter's ``left_alone``, the one door of that decision) ends there, before dbt makes its
+  run context and calls its materialization. Its result is the one its materialization's
+  ``noop_statement`` would give: status ``no-op``, message ``NO-OP <reason>``, code ``no-op``;
 - ``ModelRunner._build_run_model_result``: a model whose materialization ended with a
   ``noop_statement`` of code ``no-op`` (a change feed with nothing to apply, a skip the
   materialization took itself) gets the status ``no-op``.
 
-Without these methods (another dbt version), the materialization decides and reports every
-model itself: the status stays ``success`` and the message still says ``NO-OP``.
+Without this patch (another dbt version, or ``ICETIME_DBT_PATCHES``), the decision is taken
+at the same door from ``pre_model_hook`` and the materialization reports it (``skip.sql``): the
+status stays ``success`` and the message still says ``NO-OP``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+NAME = "no_op"
+COMMAND_ONLY = False
 NO_OP = "no-op"
 
 
@@ -30,19 +32,19 @@ def message(reason: str) -> str:
     return f"NO-OP {reason}"
 
 
-def install() -> None:
+def install() -> bool:
     try:
         from dbt.artifacts.schemas.results import RunStatus
         from dbt.artifacts.schemas.run import RunResult
         from dbt.task.run import ModelRunner
     except ImportError:  # dbt-core is not the running program (the adapter used as a library)
-        return
+        return False
     original = getattr(ModelRunner, "_build_run_model_result", None)
     original_execute = getattr(ModelRunner, "execute", None)
     if original is None or original_execute is None:
-        return
+        return False
     if getattr(original, "icetime_no_op", False):
-        return
+        return True
 
     def build_run_model_result(self: Any, model: Any, context: Any, *rest: Any, **kw: Any) -> Any:
         result = original(self, model, context, *rest, **kw)
@@ -71,3 +73,4 @@ def install() -> None:
     build_run_model_result.icetime_no_op = True  # type: ignore[attr-defined]
     ModelRunner._build_run_model_result = build_run_model_result  # type: ignore[method-assign]
     ModelRunner.execute = execute  # type: ignore[method-assign]
+    return True

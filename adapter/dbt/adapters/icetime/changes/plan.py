@@ -18,7 +18,7 @@ past it) is a history gap, never an empty range.
 
 A history snapshot (``strategy: iceberg_history``) reads a *history* on its first run instead of
 the rows at the pin: the rows of a base snapshot (the oldest retained one, or the one current at
-``history_start``), then every commit after it (``history_range``).
+``history_start``), then every commit after it (``versions_range``).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def full_range(metadata: TableMetadata, to_snapshot: int | None) -> ChangeRange:
     return ChangeRange(metadata.identifier, metadata.table_uuid, to_snapshot, to_ts, None)
 
 
-def history_range(
+def versions_range(
     metadata: TableMetadata, to_snapshot: int, base: Snapshot
 ) -> tuple[Commit, ChangeRange]:
     """The commits after ``base`` up to ``to_snapshot``, numbered from 1: ordinal 0 is the base
@@ -173,7 +173,7 @@ def history_range(
     return first, replace(planned, commits=commits)
 
 
-def history_base(
+def versions_base(
     metadata: TableMetadata, to_snapshot: int | None, start_ms: int | None, start: str | None
 ) -> Snapshot | None:
     """Where a history begins: the newest ancestor of ``to_snapshot`` committed at or before

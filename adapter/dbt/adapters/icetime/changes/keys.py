@@ -1,0 +1,96 @@
+"""What a relation of change rows says about a key: the least and greatest value (a merge bounds
+the target's scan by them), or every value it touched (an SCD snapshot closes only those)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+Fetch = Callable[[str], Sequence[Sequence[Any]]]
+# The touched keys are listed in SQL up to this many, and runs of consecutive keys as up to this
+# many ranges; else this many ranges bound them all.
+TOUCHED_KEYS = 10_000
+TOUCHED_RANGES = 64
+
+
+def key_literal(value: Any) -> str | None:
+    """The SQL literal of a key value read back from Spark, or None when it has none that means
+    the same value: a null, a value of another type, or a timestamp (PySpark returns it in the
+    Python process's time zone, Spark reads the literal in the session's)."""
+    if isinstance(value, datetime) or not isinstance(value, int | float | str | Decimal | date):
+        return None
+    return sql_literal(value)
+
+
+@dataclass(frozen=True)
+class KeyBound:
+    """Where a key's values lie: some listed values, and some inclusive ranges (SQL literals).
+    A condition on the table alone, so Spark pushes it into Iceberg's scan, which skips the
+    files whose key range misses it."""
+
+    values: tuple[str, ...] = ()
+    ranges: tuple[tuple[str, str], ...] = ()
+    # Every value it admits is one of the keys (listed values, runs of consecutive integers),
+    # not only a range around some of them.
+    exact: bool = True
+
+    def sql(self, column: str) -> str:
+        parts = [f"{column} in ({', '.join(self.values)})"] if self.values else []
+        parts += [f"{column} between {low} and {high}" for low, high in self.ranges]
+        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
+
+
+def key_bounds(fetch: Fetch, relation: Any, key: str) -> list[str] | None:
+    """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None.
+
+    A MERGE that also bounds the target's key by these literals lets Iceberg skip every
+    target file whose key range misses the changes (a subquery would not be pushed down).
+    """
+    column = quote_identifier(key)
+    rows = fetch(f"select min({column}), max({column}) from {relation}")
+    low, high = (key_literal(v) for v in rows[0]) if rows else (None, None)
+    return [low, high] if low is not None and high is not None else None
+
+
+def touched_keys(fetch: Fetch, relation: Any, key: str, integral: bool) -> KeyBound | None:
+    """Where every ``key`` of ``relation`` lies: its values, up to TOUCHED_KEYS of them, an
+    integral key's runs of consecutive values as ranges (up to TOUCHED_RANGES): exactly
+    the keys. Else TOUCHED_RANGES ranges of equally many keys each. None when a value has
+    no literal (a null, or a timestamp: see key_literal)."""
+    column = quote_identifier(key)
+    distinct = f"(select distinct {column} from {relation})"
+    if integral:  # the values of a run, less their rank, are one number
+        run = f"cast({column} as decimal(20, 0)) - dense_rank() over (order by {column})"
+        pieces = (
+            f"select min({column}), max({column}) from (select {column}, {run} as "
+            f"_icetime_run from {relation}) group by _icetime_run"
+        )
+    else:
+        pieces = f"select {column}, {column} from {distinct}"
+    found = fetch(f"{pieces} limit {TOUCHED_KEYS + 1}")
+    ranges = sum(row[0] != row[1] for row in found)
+    exact = len(found) <= TOUCHED_KEYS and ranges <= TOUCHED_RANGES
+    if not exact:
+        found = fetch(
+            f"select min({column}), max({column}) from (select {column}, "
+            f"ntile({TOUCHED_RANGES}) over (order by {column}) as _icetime_tile "
+            f"from {distinct}) group by _icetime_tile"
+        )
+    bounds = []
+    for low, high in found:
+        low_sql, high_sql = key_literal(low), key_literal(high)
+        if low_sql is None or high_sql is None:
+            return None
+        bounds.append((low_sql, high_sql))
+    if not bounds:
+        return None
+    return KeyBound(
+        values=tuple(low for low, high in bounds if low == high),
+        ranges=tuple((low, high) for low, high in bounds if low != high),
+        exact=exact,
+    )

@@ -1,0 +1,167 @@
+"""The change runs of one dbt invocation: one ``ChangeRun`` per model being built, whichever
+strategy started it (a CDF incremental model, ``cdf/``; an SCD snapshot, ``scd/``).
+
+The materializations share one tail (``materializations/changes.sql``): after the data
+statement ``finish`` moves the run's watermarks and drops its views, ``response`` tells dbt
+what the run chose and read, and ``close`` deletes the invocation's staged change rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dbt.adapters.contracts.connection import AdapterResponse
+
+from dbt.adapters.icetime import errors, faults
+from dbt.adapters.icetime.changes.feeds import Feeds
+from dbt.adapters.icetime.changes.run import VERSIONS, ChangeRun
+from dbt.adapters.icetime.changes.state import write_state
+from dbt.adapters.icetime.column import IcetimeColumn, iceberg_columns
+from dbt.adapters.icetime.hooks import Hook
+from dbt.adapters.icetime.metadata import TableMetadata, TableName
+from dbt.adapters.icetime.services import Services
+
+
+class GapAndRefresh(Protocol):
+    """What a model's config chooses for every change run: on_history_gap and cdf_refresh."""
+
+    @property
+    def on_history_gap(self) -> str: ...
+
+    @property
+    def refresh(self) -> str: ...
+
+
+ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+# on_schema_change values that never alter the target
+UNALTERED = (None, "ignore", "fail")
+
+
+@dataclass
+class CdfResponse(AdapterResponse):
+    """A change run's adapter_response: what it chose, the estimate, and what it read."""
+
+    cdf_refresh: str | None = None  # incremental or full
+    cdf_reason: str | None = None  # why the run was full, if it was
+    cdf_estimate: dict[str, Any] | None = None
+    cdf_files_read: int | None = None  # data files this model's change read opened
+    cdf_bytes_read: int | None = None
+    cdf_shared_read: bool | None = None  # its change rows were read for another model
+    cdf_plan_s: float | None = None  # planning the touched files from manifests
+    cdf_read_s: float | None = None  # reading and staging their changed rows
+
+
+class ChangeRuns(Hook):
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.feeds = Feeds(services)
+        self._runs: dict[str, ChangeRun] = {}
+        self._responses: dict[str, dict[str, Any]] = {}
+
+    def begin(
+        self,
+        model: Mapping[str, Any],
+        mode: str,
+        choices: GapAndRefresh,
+        full_refresh: bool = False,
+        **extra: Any,
+    ) -> ChangeRun:
+        """Start the change run of ``model`` into its table, with its config's choices."""
+        target = TableName.from_node(model)
+        run = ChangeRun(
+            node_id=model["unique_id"],
+            target=target,
+            mode=mode,
+            on_history_gap=choices.on_history_gap,
+            refresh=choices.refresh,
+            target_metadata=self.existing(target),
+            full_refresh=full_refresh,
+            execute=self.services.execute,
+            feeds=self.feeds,
+            **extra,
+        )
+        self._runs[run.node_id] = run
+        return run
+
+    def get(self, node_id: str) -> ChangeRun | None:
+        return self._runs.get(node_id)
+
+    def run_of(self, node_id: str) -> ChangeRun:
+        return self._runs[node_id]
+
+    def existing(self, target: TableName) -> TableMetadata | None:
+        """A target's metadata, None when the catalog says there is no such table."""
+        try:
+            return self.services.reader.table(target)
+        except errors.TableNotFoundError:
+            return None
+
+    def created_properties(self, model: Mapping[str, Any]) -> dict[str, str]:
+        """The properties a rebuild creates its target with: its new watermarks, in the same
+        commit as the data (a rebuild killed before it commits leaves the old table and its
+        old watermarks; one that commits is recorded). Empty for any other table."""
+        run = self._runs.get(model.get("unique_id", ""))
+        if run is None or not run.full:
+            return {}
+        managed = run.new_state(None).as_properties()
+        if run.mode == VERSIONS:
+            # Each run closes a few versions in place: merge-on-read writes delete files for
+            # them instead of rewriting every data file that holds one (unless configured).
+            configured = (model.get("config") or {}).get("tblproperties") or {}
+            defaults = {key: "merge-on-read" for key in ROW_LEVEL_MODES if key not in configured}
+            managed = {**defaults, **managed}
+        return managed
+
+    def target_columns(self, model: Mapping[str, Any]) -> list[IcetimeColumn] | None:
+        """The target's columns from the metadata its run read as the model compiled (about
+        0.04 s less per model than a DESCRIBE), or None when a DESCRIBE must answer: no target,
+        a pre-hook or an ``on_schema_change`` that may have altered it since, a nested column."""
+        run = self._runs.get(model["unique_id"])
+        config = model.get("config") or {}
+        altered = config.get("pre-hook") or config.get("on_schema_change") not in UNALTERED
+        if run is None or run.target_metadata is None or altered:
+            return None
+        return iceberg_columns(run.target_metadata.current_schema, run.target)
+
+    def finish(
+        self,
+        model: Mapping[str, Any],
+        committed: bool,
+        record: Callable[[int | None], Mapping[str, str]] | None = None,
+    ) -> None:
+        """After the data statement: move the watermarks (if it ran) and drop the run's views.
+
+        ``record``: the properties the watermark commit also carries, given the snapshot the
+        data statement committed (the build record, see BuildSession.record_now)."""
+        run = self._runs.pop(model["unique_id"], None)
+        if run is None:
+            return
+        self._responses[run.node_id] = run.response()
+        try:
+            if committed:
+                faults.maybe_fail(faults.AFTER_DATA_COMMIT)
+            if committed and not run.full:  # a rebuild committed its watermarks with its data
+                written = self.services.reader.table(run.target).current_snapshot_id
+                also = record(written) if record is not None else None
+                write_state(self.services.execute, run.target, run.new_state(written), also)
+        finally:
+            run.close()
+
+    def response(self, model: Mapping[str, Any], response: Any) -> Any:
+        """The model's adapter_response, with what its change run chose and read."""
+        described = self._responses.pop(model["unique_id"], None)
+        if described is None:
+            return response
+        return CdfResponse(
+            _message=response._message,
+            code=response.code,
+            rows_affected=response.rows_affected,
+            query_id=response.query_id,
+            **described,
+        )
+
+    def close(self) -> None:
+        """The invocation is over: delete the staged change rows."""
+        self.feeds.cleanup()

@@ -1,0 +1,122 @@
+"""icetime's patches of dbt (dbt_patches/): each checked against dbt's own behaviour, installed
+only on the dbt-core it was checked against, and chosen by ICETIME_DBT_PATCHES.
+
+Each runs in a fresh interpreter: this one has dbt patched already."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import python
+
+# A fresh interpreter that plays the `dbt` command (argv[0] named dbt) or a scheduler using dbt
+# as a library, then loads the adapter as dbt does.
+AS = "import sys\nsys.argv[0] = sys.argv[1]\nimport dbt.cli.main, dbt.adapters.icetime\n"
+DBT, LIBRARY = "/usr/local/bin/dbt", "/srv/scheduler.py"
+
+
+def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not() -> None:
+    # collector: the objects dbt's import made leave the collector's sight in the `dbt`
+    # command; a program using dbt as a library keeps its collector as it is.
+    code = AS + "import gc\nprint(gc.get_freeze_count())"
+    frozen = {p: int(python(code, p)) for p in (DBT, LIBRARY)}
+    assert frozen[LIBRARY] == 0
+    assert frozen[DBT] > 100_000, frozen
+
+
+def test_the_dbt_command_keeps_dbts_project_schemas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # schemas: dbt's project contracts take their schemas from the ones kept on this machine,
+    # equal to dbt's and still rejecting a bad dbt_project.yml; a program using dbt as a
+    # library keeps dbt's classes as they are.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    code = AS + (
+        "from dbt.adapters.icetime.dbt_patches import schemas\n"
+        "from dbt.contracts.project import Configuration, Project\n"
+        "from dbt_common.dataclass_schema import ValidationError\n"
+        "assert Project.json_schema() == schemas.built(Project)\n"
+        "assert Configuration.json_schema() == schemas.built(Configuration)\n"
+        "try:\n"
+        "    Project.validate({'name': 'p', 'version': '1', 'config-version': 'two'})\n"
+        "except ValidationError as e:\n"
+        "    print(e.message)"
+    )
+    rejected = python(code, LIBRARY)
+    assert not (tmp_path / "icetime").exists()  # the library's dbt is as it was
+    assert python(code, DBT) == rejected
+    assert rejected.startswith("'two' is not"), rejected
+    kept = sorted(p.name.split("-")[1] for p in (tmp_path / "icetime").iterdir())
+    assert kept == ["Configuration", "Project"], kept
+
+
+def test_the_runner_reports_no_op_and_still_runs_every_other_model() -> None:
+    # no_op: dbt's ModelRunner is wrapped, and calls dbt's own execute for a model the adapter
+    # does not leave alone (and for an adapter that has no say).
+    code = AS + (
+        "from dbt.task.run import ModelRunner\n"
+        "from dbt.adapters.icetime.dbt_patches import installed\n"
+        "print(installed(), ModelRunner.execute.__module__, "
+        "getattr(ModelRunner._build_run_model_result, 'icetime_no_op', False))"
+    )
+    assert python(code, LIBRARY) == ("('no_op',) dbt.adapters.icetime.dbt_patches.no_op True")
+    assert python(code, DBT).startswith("('collector', 'schemas', 'no_op')")
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [("none", "()"), ("no_op, collector", "('collector', 'no_op')"), ("", None)],
+)
+def test_icetime_dbt_patches_chooses_them(
+    setting: str, expected: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ICETIME_DBT_PATCHES", setting)
+    code = AS + (
+        "from dbt.task.run import ModelRunner\n"
+        "from dbt.adapters.icetime.dbt_patches import installed\n"
+        "print(installed(), ModelRunner.execute.__module__)"
+    )
+    every = "('collector', 'schemas', 'no_op')"
+    got = python(code, DBT)
+    assert got.startswith(expected or every), got
+    assert got.endswith("dbt.task.run" if expected == "()" else "dbt_patches.no_op"), got
+
+
+def test_a_bad_icetime_dbt_patches_names_the_value_and_the_choices() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", AS, DBT],
+        env={"ICETIME_DBT_PATCHES": "collector,turbo", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert (
+        "ICETIME_DBT_PATCHES='collector,turbo' is not accepted: use 'none', or a "
+        "comma-separated list of patches from: collector, schemas, no_op."
+    ) in done.stderr
+
+
+def test_another_dbt_core_gets_no_patch_and_a_warning() -> None:
+    # Outside the release lines they were checked against, dbt runs as it is.
+    code = (
+        "import sys\nsys.argv[0] = sys.argv[1]\nimport dbt.cli.main\n"
+        "from importlib import metadata\n"
+        "real = metadata.version\n"
+        "metadata.version = lambda name: '1.12.0' if name == 'dbt-core' else real(name)\n"
+        "import dbt.adapters.icetime, gc\n"
+        "from dbt.task.run import ModelRunner\n"
+        "from dbt.adapters.icetime.dbt_patches import installed\n"
+        "print(installed(), ModelRunner.execute.__module__, gc.get_freeze_count())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, DBT], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip().splitlines()[-1] == "() dbt.task.run 0", done.stdout + done.stderr
+    assert "dbt-core 1.12 is not one its changes to dbt were checked against (1.11)" in (
+        done.stdout + done.stderr
+    )

@@ -21,7 +21,7 @@ from dbt.adapters.icetime.builds.record import (
 )
 from dbt.adapters.icetime.builds.session import BuildSession
 from dbt.adapters.icetime.errors import UnreadableRecord
-from dbt.adapters.icetime.graph import node_names
+from dbt.adapters.icetime.graph import ProjectGraph, node_names
 from dbt.adapters.icetime.runvars import RunVars
 from tests.support import synthetic_table
 
@@ -261,7 +261,7 @@ def test_a_bad_skip_unchanged_names_the_value_and_the_forms(value: Any) -> None:
     assert repr(value) in message and "use true or false" in message and "--vars" in message
     graph = {"nodes": {"model.p.m": {"config": {"skip_unchanged": value}}}}
     with pytest.raises(errors.ConfigurationError, match=r"the config of model\.p\.m"):
-        session({}).check_configs(graph, ["model.p.m"])
+        session({}).check_configs(ProjectGraph(graph, "icetime", None, ["model.p.m"]))
 
 
 def test_the_run_var_overrides_the_config_which_overrides_the_project() -> None:

@@ -14,7 +14,7 @@ class Recorder(Hook):
     def __init__(self, name: str, log: list[str], leaves: str | None = None) -> None:
         self.name, self.log, self.leaves = name, log, leaves
 
-    def cache_filled(self, graph: Any, selected: list[str]) -> None:
+    def cache_filled(self, project: Any) -> None:
         self.log.append(f"{self.name}.cache_filled")
 
     def input_read(self, read: InputRead, relation: Any) -> Any:
@@ -43,6 +43,8 @@ def invocation(*hooks: Hook) -> Invocation:
     made = Invocation.__new__(Invocation)
     made.hooks = hooks
     made.host = SimpleNamespace(this=lambda node: f"c.s.{node}")  # type: ignore[assignment]
+    made.services = SimpleNamespace(catalog="c")  # type: ignore[assignment]
+    made.pins = SimpleNamespace(deferral=None)  # type: ignore[assignment]
     return made
 
 

@@ -9,7 +9,7 @@ and compare them, CDF models read their upstreams, retention finds configured pi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -196,13 +196,42 @@ class ProjectGraph:
         graph: Mapping[str, Any],
         catalog: str | None,
         deferral: Deferral | None = None,
-        selected: AbstractSet[str] = frozenset(),
+        selected: Sequence[str] = (),
     ) -> None:
         self.raw = graph
         self.catalog = catalog
         self.deferral = deferral
-        self.selected = selected
+        # The unique ids the running dbt command selected, in dbt's order.
+        self.selected = tuple(selected)
         self._node_names: dict[str, str] | None = None
+
+    def node(self, unique_id: str | None) -> Mapping[str, Any] | None:
+        """A model, seed, snapshot, test... of the project (dbt's ``graph["nodes"]``)."""
+        found: Mapping[str, Any] | None = self.raw.get("nodes", {}).get(unique_id or "")
+        return found
+
+    def nodes(self, *kinds: str) -> list[Mapping[str, Any]]:
+        """The project's nodes of those resource types (every one when none is named)."""
+        every = self.raw.get("nodes", {}).values()
+        return [n for n in every if not kinds or n.get("resource_type") in kinds]
+
+    @property
+    def sources(self) -> Mapping[str, Mapping[str, Any]]:
+        return dict(self.raw.get("sources", {}))
+
+    def sources_read(self) -> list[str]:
+        """The unique ids of the sources some node of the project reads, sorted."""
+        sources = self.raw.get("sources", {})
+        return sorted({dep for n in self.nodes() for dep in _deps(n) if dep in sources})
+
+    def configured(self, key: str) -> list[tuple[str, Any]]:
+        """(unique id, value) of each selected node whose config sets ``key``."""
+        found = []
+        for uid in self.selected:
+            config = (self.node(uid) or {}).get("config") or {}
+            if config.get(key) is not None:
+                found.append((uid, config[key]))
+        return found
 
     def inputs_of(self, selected: list[str]) -> dict[str, Input]:
         """The Iceberg inputs of the selected nodes, as this run reads them (deferred or not)."""
@@ -210,7 +239,8 @@ class ProjectGraph:
 
     def reads_of(self, node_id: str) -> RelationsRead:
         """What ``node_id`` reads when it builds, through ephemeral models and views."""
-        return relations_read_by(self.raw, node_id, self.catalog, self.deferral, self.selected)
+        chosen = set(self.selected)
+        return relations_read_by(self.raw, node_id, self.catalog, self.deferral, chosen)
 
     def tables(self) -> list[Input]:
         """Every Iceberg table of the project a node may read."""

@@ -4,8 +4,9 @@
 in that order. A hook overrides the phases it takes part in; the rest do nothing. The phases, in
 dbt's order:
 
-- ``cache_filled``: dbt filled its relation cache, before any node runs. A bad setting stops
-  the run here, once, before anything is built;
+- ``cache_filled``: dbt filled its relation cache, before any node runs; the project's graph
+  (``graph.ProjectGraph``) is built once, here. A bad setting stops the run here, once, before
+  anything is built;
 - ``input_read``: a model's ``ref()``/``source()`` is being rendered; each hook may replace the
   relation the SQL reads (a pinned snapshot, a change view) and sees what the one before gave;
 - ``leaves_alone``: before dbt makes a model's run context, why this run leaves the model
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.metadata import TableName
 
 
@@ -41,7 +43,7 @@ class InputRead:
 
 
 class Hook:
-    def cache_filled(self, graph: Mapping[str, Any], selected: list[str]) -> None:
+    def cache_filled(self, project: ProjectGraph) -> None:
         return None
 
     def input_read(self, read: InputRead, relation: Any) -> Any:

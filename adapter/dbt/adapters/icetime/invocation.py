@@ -36,7 +36,7 @@ from dbt.adapters.icetime.clones.environments import SourceObject
 from dbt.adapters.icetime.clones.operations import CloneOperations
 from dbt.adapters.icetime.config import IcebergDefaults, apply_iceberg_defaults
 from dbt.adapters.icetime.environment import Environment
-from dbt.adapters.icetime.graph import Deferral
+from dbt.adapters.icetime.graph import Deferral, ProjectGraph
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history.operations import HistoryOperations
 from dbt.adapters.icetime.hooks import Hook, InputRead
@@ -146,8 +146,9 @@ class Invocation:
     # -- dbt's phases, over the hooks --------------------------------------------------------
 
     def cache_filled(self, graph: Mapping[str, Any], selected: list[str]) -> None:
+        project = ProjectGraph(graph, self.services.catalog, self.pins.deferral, selected)
         for hook in self.hooks:
-            hook.cache_filled(graph, selected)
+            hook.cache_filled(project)
 
     def input_read(self, read: InputRead) -> Any:
         relation = read.relation

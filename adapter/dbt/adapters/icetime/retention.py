@@ -22,7 +22,7 @@ from dbt.adapters.icetime.changes.plan import Watermark
 from dbt.adapters.icetime.changes.state import load_state
 from dbt.adapters.icetime.clones.service import TAG_PREFIX
 from dbt.adapters.icetime.config import is_scd_snapshot, reads_changes
-from dbt.adapters.icetime.graph import input_for
+from dbt.adapters.icetime.graph import ProjectGraph, input_for
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.points import AtSnapshot, Point
@@ -84,7 +84,7 @@ class Retention:
         each target read once per operation however many tables it expires."""
         if self._cdf_state is None:
             found: list[tuple[str, str, Watermark]] = []
-            for node in self.graph.get("nodes", {}).values():
+            for node in ProjectGraph(self.graph, self.services.catalog).nodes():
                 if not reads_changes(node):
                     continue
                 target_name = TableName.from_node(node, self.services.catalog)
@@ -109,8 +109,8 @@ class Retention:
             point = parse_request(configured, "project var pin_snapshot").point_for(names)
             if point is not None:
                 pins.append((point, "the project's pin_snapshot"))
-        nodes = [*self.graph.get("nodes", {}).values(), *self.graph.get("sources", {}).values()]
-        for node in nodes:
+        project = ProjectGraph(self.graph, self.services.catalog)
+        for node in [*project.nodes(), *project.sources.values()]:
             item = input_for(node, self.services.catalog)
             point = own_point(item) if item is not None and item.table == table else None
             if point is not None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.icetime import args, errors, system
+from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.metadata import MAIN_BRANCH, RefKind, TableMetadata, TableName
 from dbt.adapters.icetime.runvars import RunVars
@@ -147,9 +148,8 @@ class Branches:
         path = Path(self.project_root, str(results or "target/run_results.json"))
         tables = [
             TableName.from_node(node)
-            for node in graph.get("nodes", {}).values()
-            if node.get("resource_type") == "model"
-            and node.get("config", {}).get("materialized") in BRANCHED
+            for node in ProjectGraph(graph, self.catalog).nodes("model")
+            if node.get("config", {}).get("materialized") in BRANCHED
         ]
         published = self._publish(name, tables, path)
         return f"Published branch {name} to main:\n" + "\n".join(f"  {p}" for p in published)

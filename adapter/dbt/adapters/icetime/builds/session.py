@@ -38,7 +38,7 @@ from dbt.adapters.icetime.builds.record import (
 )
 from dbt.adapters.icetime.config import SCD_STRATEGY
 from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError, UnreadableRecord
-from dbt.adapters.icetime.graph import RunInputs
+from dbt.adapters.icetime.graph import ProjectGraph, RunInputs
 from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.services import Services
@@ -93,9 +93,9 @@ class BuildSession(Hook):
 
     # -- the invocation's phases --------------------------------------------------------------
 
-    def cache_filled(self, graph: Mapping[str, Any], selected: list[str]) -> None:
+    def cache_filled(self, project: ProjectGraph) -> None:
         self.check_run_var()
-        self.check_configs(graph, selected)
+        self.check_configs(project)
 
     def input_read(self, read: InputRead, relation: Any) -> Any:
         if read.relation.schema and read.relation.identifier:
@@ -148,15 +148,13 @@ class BuildSession(Hook):
         """A bad ``skip_unchanged`` run var stops the run before anything is built."""
         self._run_var()
 
-    def check_configs(self, graph: Mapping[str, Any], selected: list[str]) -> None:
-        """A bad ``skip_unchanged`` config on any selected model stops the run before anything
-        is built."""
-        nodes = graph.get("nodes", {})
-        for uid in selected:
-            config = (nodes.get(uid) or {}).get("config") or {}
-            if config.get(SKIP_VAR) is not None:
-                _flag(config[SKIP_VAR], f"the config of {uid}")
-            volatile.declared(config, uid)
+    def check_configs(self, project: ProjectGraph) -> None:
+        """A bad ``skip_unchanged`` or ``volatile`` config on any selected model stops the run
+        before anything is built."""
+        for uid, value in project.configured(SKIP_VAR):
+            _flag(value, f"the config of {uid}")
+        for uid in project.selected:
+            volatile.declared((project.node(uid) or {}).get("config") or {}, uid)
 
     def wanted(self, node: Any) -> bool:
         """Whether ``skip_unchanged`` is on for ``node`` (runvars.py: --vars, else its config,

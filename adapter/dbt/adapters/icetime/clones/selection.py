@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
+from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.metadata import TableName
 
 RESOURCE_TYPES = ("model", "seed", "snapshot")
@@ -26,7 +27,7 @@ def from_manifest(state: str, project_root: str, catalog: str | None) -> list[So
             errors.BAD_STATE_MANIFEST.format(state=state, path=path, reason=exc)
         ) from exc
     found = []
-    for node in manifest.get("nodes", {}).values():
+    for node in ProjectGraph(manifest, catalog).nodes():
         materialized = node.get("config", {}).get("materialized")
         if node.get("resource_type") not in RESOURCE_TYPES or materialized == "ephemeral":
             continue

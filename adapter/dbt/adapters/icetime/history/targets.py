@@ -19,6 +19,7 @@ from typing import Any
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.args import names
+from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.metadata import TableName
 
 TABLE_LIKE = ("table", "incremental", "snapshot", "seed")
@@ -39,11 +40,11 @@ def resolve_targets(
 ) -> list[TableName]:
     """The tables named by ``model`` (dbt model names), ``relation`` ([catalog.]schema.table)
     and ``select`` (see the module's forms); at least one is required."""
+    project = ProjectGraph(graph, catalog)
     nodes = [
         n
-        for n in graph.get("nodes", {}).values()
-        if n.get("resource_type") in ("model", "seed", "snapshot")
-        and n.get("config", {}).get("materialized") in TABLE_LIKE
+        for n in project.nodes("model", "seed", "snapshot")
+        if n.get("config", {}).get("materialized") in TABLE_LIKE
     ]
     by_name = {n["name"]: n for n in nodes}
     found: list[TableName] = []
@@ -58,7 +59,7 @@ def resolve_targets(
     for text in names(relation, "relation"):
         found.append(TableName.typed(text, catalog, default_schema))
     for pattern in names(select, "select"):
-        matched = _selected(pattern, graph, nodes, select_nodes)
+        matched = _selected(pattern, project, nodes, select_nodes)
         if not matched:
             raise errors.ConfigurationError(errors.SELECT_NO_TABLE.format(pattern=pattern))
         found.extend(TableName.from_node(n, catalog) for n in matched)
@@ -69,20 +70,14 @@ def resolve_targets(
 
 def _selected(
     pattern: str,
-    graph: Mapping[str, Any],
+    project: ProjectGraph,
     nodes: list[Mapping[str, Any]],
     select_nodes: SelectNodes | None,
 ) -> list[Mapping[str, Any]]:
     """The table-like nodes and sources one ``select`` item names (see the module)."""
-    sources = graph.get("sources", {})
+    sources = project.sources
     if pattern == "*":
-        read = {
-            parent
-            for node in graph.get("nodes", {}).values()
-            for parent in (node.get("depends_on") or {}).get("nodes", [])
-            if parent in sources
-        }
-        return [*nodes, *(sources[uid] for uid in sorted(read))]
+        return [*nodes, *(sources[uid] for uid in project.sources_read())]
     if PLAIN.match(pattern):
         glob = pattern.lower()
 

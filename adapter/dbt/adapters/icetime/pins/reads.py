@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.projection import current_schema_projection
@@ -28,9 +29,9 @@ class PinnedReads(Hook):
         self.session = session
         self.vars = run_vars
 
-    def cache_filled(self, graph: Mapping[str, Any], selected: list[str]) -> None:
-        check_schema_modes(graph, selected, self.vars.get(SCHEMA_MODE_KEY))
-        self.session.prepare_early(graph, selected, self.vars.get(PIN_VAR))
+    def cache_filled(self, project: ProjectGraph) -> None:
+        check_schema_modes(project, self.vars.get(SCHEMA_MODE_KEY))
+        self.session.prepare_early(project, self.vars.get(PIN_VAR))
 
     def input_read(self, read: InputRead, relation: Any) -> Any:
         return pinned_read(

@@ -73,6 +73,7 @@ class PinSession:
         self._pinned: dict[str, Pinned] = {}
         self._reads: dict[str, set[str]] = {}
         self._graph: Mapping[str, Any] = {}
+        self._project: ProjectGraph | None = None
         self._selected: set[str] = set()
 
     # -- the run's plan ---------------------------------------------------------------------
@@ -107,14 +108,16 @@ class PinSession:
             self._prepared = True
             self._write()
 
-    def prepare_early(self, graph: Mapping[str, Any], selected: list[str], requested: Any) -> None:
+    def prepare_early(self, project: ProjectGraph, requested: Any) -> None:
         """Resolve before any node runs, when the selected nodes read Iceberg inputs (a command
         that reads none, such as `dbt seed`, leaves the last run's pins file alone)."""
+        selected = list(project.selected)
         with self._lock:
-            self._graph, self._selected = graph, set(selected)
-        inputs = self.inputs_of(graph, selected)
+            self._graph, self._selected = project.raw, set(selected)
+            self._project = project
+        inputs = project.inputs_of(selected)
         if inputs:
-            self.prepare(requested, graph, selected, inputs)
+            self.prepare(requested, project.raw, selected, inputs)
 
     def inputs_of(self, graph: Mapping[str, Any], selected: list[str]) -> dict[str, Input]:
         """The Iceberg inputs of the selected nodes, as this run reads them (deferred or not)."""
@@ -252,9 +255,14 @@ class PinSession:
 
     @property
     def project(self) -> ProjectGraph:
-        """This invocation's graph, as it reads inputs (deferred or not)."""
+        """This invocation's graph, as it reads inputs (deferred or not): the one built when
+        dbt filled its cache."""
         with self._lock:
-            return ProjectGraph(self._graph, self.catalog, self.deferral, set(self._selected))
+            if self._project is None or self._project.raw is not self._graph:
+                self._project = ProjectGraph(
+                    self._graph, self.catalog, self.deferral, sorted(self._selected)
+                )
+            return self._project
 
     def _write(self) -> None:
         if self.pins_path is None:
@@ -276,16 +284,13 @@ def own_point(item: Input) -> Point | None:
     return pin_point(item.own_pin, f"pin_snapshot of {item.node_id}")
 
 
-def check_schema_modes(graph: Mapping[str, Any], selected: list[str], run_value: Any) -> None:
+def check_schema_modes(project: ProjectGraph, run_value: Any) -> None:
     """Every pin_schema_mode the run would read (its var, each selected model's config),
     checked once before anything is built: a bad one stops the run, not each model."""
     if run_value is not None:
         check_schema_mode(run_value, SCHEMA_MODE_KEY)
-    nodes = graph.get("nodes", {})
-    for uid in selected:
-        value = ((nodes.get(uid) or {}).get("config") or {}).get(SCHEMA_MODE_KEY)
-        if value is not None:
-            check_schema_mode(value, f"pin_schema_mode of {uid}")
+    for uid, value in project.configured(SCHEMA_MODE_KEY):
+        check_schema_mode(value, f"pin_schema_mode of {uid}")
 
 
 def check_schema_mode(value: Any, where: str) -> str:

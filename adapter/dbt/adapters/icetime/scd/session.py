@@ -24,6 +24,7 @@ from dbt.adapters.icetime.changes.run import VERSIONS, ChangeRun, Upstream, view
 from dbt.adapters.icetime.changes.runs import ChangeRuns
 from dbt.adapters.icetime.changes.signed import CHANGE_COLUMNS
 from dbt.adapters.icetime.config import is_scd_snapshot
+from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.scd.config import ScdConfig, scd_config
@@ -55,7 +56,7 @@ class ScdSnapshots(Hook):
         return self.input(read.relation, relation, read.reader_node, read.graph)
 
     def input(self, relation: Any, read: Any, reader_node: str | None, graph: Any) -> Any:
-        node = (graph.get("nodes") or {}).get(reader_node or "") if graph else None
+        node = ProjectGraph(graph, None).node(reader_node) if graph else None
         if not node or not is_scd_snapshot(node) or getattr(read, "limit", None) == 0:
             return read
         assert reader_node is not None

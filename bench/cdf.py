@@ -663,16 +663,23 @@ def plot() -> None:
     fig.savefig(RESULTS / "cdf-crossover.png", dpi=110)
 
 
-def main() -> None:
+def options(repeats: str) -> tuple[argparse.Namespace, list[float]]:
+    """The options of this benchmark and of its cluster run (bench/cluster.py), and the
+    changed shares they ask for."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--shares", help="changed shares in %%, comma-separated")
-    parser.add_argument("--repeats", type=int, default=3, help="steps of the doubling and demo")
+    parser.add_argument("--repeats", type=int, default=3, help=repeats)
     parser.add_argument(
         "--merge", action="store_true", help="keep the saved curve's points at other shares"
     )
     args = parser.parse_args()
     shares = [float(s) / 100 for s in args.shares.split(",")] if args.shares else list(SHARES)
+    return args, shares
+
+
+def main() -> None:
+    args, shares = options("steps of the doubling and demo")
     if WORK.exists():
         shutil.rmtree(WORK)
     started = time.monotonic()

@@ -15,7 +15,6 @@ bench/results/cdf-crossover.png.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -29,15 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--shares", help="changed shares in %%, comma-separated")
-    parser.add_argument("--repeats", type=int, default=3, help="steps of the doubling")
-    parser.add_argument(
-        "--merge", action="store_true", help="keep the saved curve's points at other shares"
-    )
-    args = parser.parse_args()
-    shares = [float(s) / 100 for s in args.shares.split(",")] if args.shares else list(cdf.SHARES)
+    args, shares = cdf.options("steps of the doubling")
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "adapter"))
     from pyhive import hive

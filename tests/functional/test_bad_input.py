@@ -43,21 +43,31 @@ def test_missing_jar(tmp_path: Path, key: str, what: str, fix: str) -> None:
     assert fix in result.output
 
 
-def test_unwritable_catalog_directory(tmp_path: Path) -> None:
-    # /proc refuses new directories even to root, unlike a chmod-ed folder.
-    project = write_project(tmp_path, {"icetime_dir": "/proc/icetime-test"}, MODEL)
-    result = run_dbt_process(project, "run")
+@pytest.mark.parametrize(
+    ("profile", "said"),
+    [
+        # /proc refuses new directories even to root, unlike a chmod-ed folder.
+        (
+            {"icetime_dir": "/proc/icetime-test"},
+            ("cannot write its catalog directory /proc/icetime-test", "'icetime_dir'"),
+        ),
+        (
+            {"warehous": "/tmp/w"},
+            (
+                "Unknown key(s) in the icetime profile: 'warehous'",
+                "did you mean 'warehouse'?",
+            ),
+        ),
+    ],
+    ids=["unwritable catalog directory", "unknown profile key"],
+)
+def test_a_bad_profile_value_is_named(
+    tmp_path: Path, profile: dict[str, str], said: tuple[str, str]
+) -> None:
+    result = run_dbt_process(write_project(tmp_path, profile, MODEL), "run")
     assert result.returncode != 0
-    assert "cannot write its catalog directory /proc/icetime-test" in result.output
-    assert "'icetime_dir'" in result.output
-
-
-def test_unknown_profile_key(tmp_path: Path) -> None:
-    project = write_project(tmp_path, {"warehous": "/tmp/w"}, MODEL)
-    result = run_dbt_process(project, "run")
-    assert result.returncode != 0
-    assert "Unknown key(s) in the icetime profile: 'warehous'" in result.output
-    assert "did you mean 'warehouse'?" in result.output
+    for words in said:
+        assert words in result.output
 
 
 def test_catalog_locked_by_another_process(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ DBT, LIBRARY = "/usr/local/bin/dbt", "/srv/scheduler.py"
 
 
 def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not() -> None:
-    # collector: the objects dbt's import made leave the collector's sight in the `dbt`
+    # startup: the objects dbt's import made leave the collector's sight in the `dbt`
     # command; a program using dbt as a library keeps its collector as it is.
     code = AS + "import gc\nprint(gc.get_freeze_count())"
     frozen = {p: int(python(code, p)) for p in (DBT, LIBRARY)}
@@ -31,7 +31,7 @@ def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not()
 def test_the_dbt_command_keeps_dbts_project_schemas(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # schemas: dbt's project contracts take their schemas from the ones kept on this machine,
+    # startup: dbt's project contracts take their schemas from the ones kept on this machine,
     # equal to dbt's and still rejecting a bad dbt_project.yml; a program using dbt as a
     # library keeps dbt's classes as they are.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -64,12 +64,12 @@ def test_the_runner_reports_no_op_and_still_runs_every_other_model() -> None:
         "getattr(ModelRunner._build_run_model_result, 'icetime_no_op', False))"
     )
     assert python(code, LIBRARY) == ("('no_op',) dbt.adapters.icetime.dbt_patches.no_op True")
-    assert python(code, DBT).startswith("('collector', 'schemas', 'no_op')")
+    assert python(code, DBT).startswith("('startup', 'no_op')")
 
 
 @pytest.mark.parametrize(
     ("setting", "expected"),
-    [("none", "()"), ("no_op, collector", "('collector', 'no_op')"), ("", None)],
+    [("none", "()"), ("no_op", "('no_op',)"), (" startup ", "('startup',)"), ("", None)],
 )
 def test_icetime_dbt_patches_chooses_them(
     setting: str, expected: str | None, monkeypatch: pytest.MonkeyPatch
@@ -80,24 +80,25 @@ def test_icetime_dbt_patches_chooses_them(
         "from dbt.adapters.icetime.dbt_patches import installed\n"
         "print(installed(), ModelRunner.execute.__module__)"
     )
-    every = "('collector', 'schemas', 'no_op')"
+    every = "('startup', 'no_op')"
     got = python(code, DBT)
     assert got.startswith(expected or every), got
-    assert got.endswith("dbt.task.run" if expected == "()" else "dbt_patches.no_op"), got
+    patched = expected is None or "no_op" in expected
+    assert got.endswith("dbt_patches.no_op" if patched else "dbt.task.run"), got
 
 
 def test_a_bad_icetime_dbt_patches_names_the_value_and_the_choices() -> None:
     done = subprocess.run(
         [sys.executable, "-c", AS, DBT],
-        env={"ICETIME_DBT_PATCHES": "collector,turbo", "PATH": "/usr/bin:/bin"},
+        env={"ICETIME_DBT_PATCHES": "startup,turbo", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode != 0
     assert (
-        "ICETIME_DBT_PATCHES='collector,turbo' is not accepted: use 'none', or a "
-        "comma-separated list of patches from: collector, schemas, no_op."
+        "ICETIME_DBT_PATCHES='startup,turbo' is not accepted: use 'none', or a "
+        "comma-separated list of patches from: startup, no_op."
     ) in done.stderr
 
 

@@ -32,8 +32,8 @@ class Recorder(Hook):
         self.log.append(f"{self.name}.before_model")
         return [TableName("c", "s", self.name)]
 
-    def after_model(self, node: Any) -> None:
-        self.log.append(f"{self.name}.after_model")
+    def after_model(self, node: Any | None) -> None:
+        self.log.append(f"{self.name}.after_model({node})")
 
     def close(self) -> None:
         self.log.append(f"{self.name}.close")
@@ -56,6 +56,7 @@ def test_each_phase_runs_every_hook_in_order() -> None:
     assert run.input_read(read) == "t>a>b"  # each hook sees what the one before gave
     assert run.before_model("m") == [TableName("c", "s", "a"), TableName("c", "s", "b")]
     run.after_model("m")
+    run.after_model(None)  # after a data test: every hook still runs (a branch run resets)
     run.close()
     assert log == [
         "a.cache_filled",
@@ -64,8 +65,10 @@ def test_each_phase_runs_every_hook_in_order() -> None:
         "b.input_read",
         "a.before_model",
         "b.before_model",
-        "a.after_model",
-        "b.after_model",
+        "a.after_model(m)",
+        "b.after_model(m)",
+        "a.after_model(None)",
+        "b.after_model(None)",
         "a.close",
         "b.close",
     ]

@@ -15,7 +15,8 @@ dbt's order:
 - ``before_model``: the model is about to be built; the tables it will write elsewhere than
   dbt expects (a branch), for dbt's cache;
 - ``model_finished``: its materialization completed;
-- ``after_model``: dbt is done with it, built or failed;
+- ``after_model``: dbt is done with it, built or failed (also after a data test, without its
+  node);
 - ``close``: the invocation ends.
 """
 
@@ -61,7 +62,8 @@ class Hook:
     def model_finished(self, unique_id: str) -> None:
         return None
 
-    def after_model(self, node: Any) -> None:
+    def after_model(self, node: Any | None) -> None:
+        """``node`` is None after a data test (dbt gives the hook no node then)."""
         return None
 
     def close(self) -> None:

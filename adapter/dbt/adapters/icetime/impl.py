@@ -244,9 +244,9 @@ class IcetimeAdapter(SparkAdapter):
 
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
         super().post_model_hook(config, context)
-        node = getattr(config, "model", None)
-        if node is not None:
-            self.invocation().after_model(node)
+        # dbt passes a data test's whole context here (no node): every hook still runs, a
+        # branch run's session setting is reset after a test as after a model.
+        self.invocation().after_model(getattr(config, "model", None))
 
     def cleanup_connections(self) -> None:
         """The invocation is over: drop what its CDF runs staged, then the connections."""

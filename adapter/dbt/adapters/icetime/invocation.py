@@ -182,7 +182,7 @@ class Invocation:
         for hook in self.hooks:
             hook.model_finished(unique_id)
 
-    def after_model(self, node: Any) -> None:
+    def after_model(self, node: Any | None) -> None:
         for hook in self.hooks:
             hook.after_model(node)
 

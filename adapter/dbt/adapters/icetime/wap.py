@@ -76,7 +76,7 @@ class BranchRun(Hook):
         written = self.branches.before_model(node, self.branch)
         return [] if written is None else [written]
 
-    def after_model(self, node: Any) -> None:
+    def after_model(self, node: Any | None) -> None:
         self.branches.after_model()
 
 

@@ -374,8 +374,10 @@ class BuildSession(Hook):
         pending.recorded = True
         return record_properties(self._record(uid, config["materialized"], snapshot_id, pending))
 
-    def after_model(self, node: Any) -> None:
+    def after_model(self, node: Any | None) -> None:
         """Record on the table a finished build wrote what it was built from."""
+        if node is None:
+            return
         uid = node.unique_id
         with self._lock:
             pending = self._pending.pop(uid, None)

@@ -1,8 +1,7 @@
 """Every change icetime makes to dbt's own code while it runs, made in one place.
 
-- ``collector`` (the ``dbt`` command only): ``gc.freeze`` over what dbt's import made;
-- ``schemas`` (the ``dbt`` command only): dbt-core's project contracts take their JSON schemas
-  from a per-machine cache;
+- ``startup`` (the ``dbt`` command only): ``gc.freeze`` over what dbt's import made, and
+  dbt-core's project contracts take their JSON schemas from a per-machine cache;
 - ``no_op`` (every dbt run): ``ModelRunner.execute`` ends a model left alone before its run
   context, and ``_build_run_model_result`` reports dbt's ``no-op`` status for it.
 
@@ -27,11 +26,11 @@ from pathlib import Path
 from types import ModuleType
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.dbt_patches import collector, no_op, schemas
+from dbt.adapters.icetime.dbt_patches import no_op, startup
 
 # The dbt-core release lines (major.minor) every patch here was checked against.
 CHECKED = ("1.11",)
-PATCHES: tuple[ModuleType, ...] = (collector, schemas, no_op)
+PATCHES: tuple[ModuleType, ...] = (startup, no_op)
 ENV = "ICETIME_DBT_PATCHES"
 
 _installed: tuple[str, ...] | None = None

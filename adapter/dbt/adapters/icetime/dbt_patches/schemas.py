@@ -1,4 +1,4 @@
-"""``schemas``: the JSON schemas dbt builds at each start, built once per machine and kept.
+"""The JSON schemas dbt builds at each start, built once per machine and kept.
 
 dbt checks the profile, ``dbt_project.yml`` and the run's configuration against JSON schemas
 that mashumaro builds from their dataclasses at every start: about 0.25 s of a `dbt run` that
@@ -11,9 +11,9 @@ of them names another file, so a kept schema is never used for other fields or a
 A cache that cannot be read or written is passed over and the schema built, as dbt builds it.
 
 The profile's schema is kept by ``IcetimeCredentials.json_schema`` (the adapter's own class, no
-patch). dbt's own project contracts are kept by ``install``, which only the ``dbt`` command runs,
-when the adapter loads, before dbt reads ``dbt_project.yml``: a program that runs dbt as a
-library keeps dbt's classes as they are.
+patch). dbt's own project contracts are kept by ``keep_project_schemas``, which the ``startup``
+patch runs in the ``dbt`` command only, when the adapter loads, before dbt reads
+``dbt_project.yml``: a program that runs dbt as a library keeps dbt's classes as they are.
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
-
-NAME = "schemas"
-COMMAND_ONLY = True
 
 # The distributions whose code defines the schemas' classes (dbt-core's contracts and their
 # nested classes, dbt-adapters' and dbt-spark's credentials) and builds them (dbt-common's
@@ -103,7 +100,7 @@ def _keep(path: Path, schema: dict[str, Any]) -> None:
                 os.unlink(part)
 
 
-def install() -> bool:
+def keep_project_schemas() -> bool:
     """dbt-core's contracts for ``dbt_project.yml``, ``packages.yml`` and ``selectors.yml`` take
     their schemas from ``kept``, and so does the run's configuration (``Configuration``, a
     ``Project``). A class this dbt does not have, or one that builds its schema its own way, is

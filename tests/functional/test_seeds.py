@@ -59,6 +59,14 @@ def retained(project: Any, table: str) -> set[int]:
     return {int(r[0]) for r in found}
 
 
+def loaded_tagged_and_cloned(project: Any, seed: str, tag: str) -> tuple[str, list[int], str]:
+    """Seed and run, then tag ``seed`` and clone it: its uuid, its snapshots, the environment."""
+    run_dbt(["seed"])
+    run_dbt(["run"])
+    identity, history = uuid_of(project, seed), snapshots(project, seed)
+    return identity, history, tag_and_clone(project, seed, tag)
+
+
 def tag_and_clone(project: Any, table: str, tag: str) -> str:
     """Tag ``{s}.table`` and clone the test schema into an environment; its name."""
     operation("tag", {"name": tag, "relation": f"{project.test_schema}.{table}"})
@@ -88,12 +96,8 @@ class TestSeedReloads(SeedProject):
         self, project: Any
     ) -> None:
         schema = project.test_schema
-        run_dbt(["seed"])
-        run_dbt(["run"])
         table = f"{schema}.raw_customers"
-        identity = uuid_of(project, "raw_customers")
-        first = snapshots(project, "raw_customers")
-        env = tag_and_clone(project, "raw_customers", "eod-1")
+        identity, first, env = loaded_tagged_and_cloned(project, "raw_customers", "eod-1")
         clone = f"icetime.{schema}__{env}.raw_customers"
 
         # The reload: one overwrite commit on the same table, while a clone reads its files.
@@ -158,12 +162,8 @@ class TestFullRefreshKeepsTheTable(SeedProject):
     def test_full_refresh_replaces_in_one_commit_keeping_history_and_tags(
         self, project: Any
     ) -> None:
-        run_dbt(["seed"])
-        run_dbt(["run"])
         table = f"{project.test_schema}.tier_log"
-        identity = uuid_of(project, "tier_log")
-        before = snapshots(project, "tier_log")
-        env = tag_and_clone(project, "tier_log", "kept")
+        identity, before, env = loaded_tagged_and_cloned(project, "tier_log", "kept")
         write_seed(project, CUSTOMERS_V2)
         run_dbt(["seed"])
         run_dbt(["run", "--full-refresh"])

@@ -12,6 +12,26 @@ State = tuple[int, Any, list[tuple[Any, ...]]]  # snapshot id, commit time, rows
 Fetch = Callable[[str], Sequence[Any]]  # rows of a query over {s} (the test's schema)
 
 
+# The columns of source raw.orders.
+ORDER_COLUMNS = "order_id, status, amount"
+
+
+def history_yaml(hard_deletes: str, *config: str) -> str:
+    """orders_history: an SCD snapshot (strategy iceberg_history) of source raw.orders, keyed
+    by order_id, with more ``config`` lines (YAML, indented under the config)."""
+    lines = [
+        "snapshots:",
+        "  - name: orders_history",
+        "    relation: source('raw', 'orders')",
+        "    config:",
+        "      strategy: iceberg_history",
+        "      unique_key: order_id",
+        f"      hard_deletes: {hard_deletes}",
+        *(f"      {line}" for line in config),
+    ]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def fetcher(project: Any) -> Fetch:
     return lambda query: sql(project, query, fetch="all")
 

@@ -20,7 +20,13 @@ import yaml
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
-from tests.functional.snapshots.history import expected_versions, snapshot_versions, source_states
+from tests.functional.snapshots.history import (
+    ORDER_COLUMNS,
+    expected_versions,
+    history_yaml,
+    snapshot_versions,
+    source_states,
+)
 from tests.support import (
     MOR,
     ROOT,
@@ -33,16 +39,8 @@ from tests.support import (
 
 SCHEMA = "history_faults"
 SOURCES = raw_sources("orders")
-SNAPSHOTS = """
-snapshots:
-  - name: orders_history
-    relation: source('raw', 'orders')
-    config:
-      strategy: iceberg_history
-      unique_key: order_id
-      hard_deletes: new_record
-"""
-COLUMNS = "order_id, status, amount"
+SNAPSHOTS = history_yaml("new_record")
+COLUMNS = ORDER_COLUMNS
 KILLS = [DURING_WRITE, AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE, AFTER_DATA_COMMIT]
 
 

@@ -11,8 +11,10 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from tests.functional.snapshots.history import (
+    ORDER_COLUMNS,
     expected_versions,
     fetcher,
+    history_yaml,
     snapshot_versions,
     source_states,
 )
@@ -29,16 +31,8 @@ from tests.support import (
     sql,
 )
 
-VERSIONS = """
-snapshots:
-  - name: orders_history
-    relation: source('raw', 'orders')
-    config:
-      strategy: iceberg_history
-      unique_key: order_id
-      hard_deletes: invalidate
-"""
-COLUMNS = "order_id, status, amount"
+VERSIONS = history_yaml("invalidate")
+COLUMNS = ORDER_COLUMNS
 
 
 class HistoryProject(PackageProject):
@@ -407,22 +401,16 @@ snapshots:
     relation: source('raw', 'orders')
     config: {strategy: check, check_cols: all, unique_key: order_id, hard_deletes: invalidate}
 """
-RENAMED = """
-snapshots:
-  - name: orders_history
-    relation: source('raw', 'orders')
-    config:
-      strategy: iceberg_history
-      unique_key: order_id
-      hard_deletes: new_record
-      dbt_valid_to_current: "to_timestamp('9999-12-31')"
-      snapshot_meta_column_names:
-        dbt_valid_from: valid_from
-        dbt_valid_to: valid_to
-        dbt_scd_id: version_id
-        dbt_updated_at: changed_at
-        dbt_is_deleted: is_deleted
-"""
+RENAMED = history_yaml(
+    "new_record",
+    "dbt_valid_to_current: \"to_timestamp('9999-12-31')\"",
+    "snapshot_meta_column_names:",
+    "  dbt_valid_from: valid_from",
+    "  dbt_valid_to: valid_to",
+    "  dbt_scd_id: version_id",
+    "  dbt_updated_at: changed_at",
+    "  dbt_is_deleted: is_deleted",
+)
 
 
 class TestSwitchingStrategies(HistoryProject):

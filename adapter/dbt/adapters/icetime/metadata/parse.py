@@ -16,20 +16,10 @@ import orjson
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.errors import MetadataError
-from dbt.adapters.icetime.metadata.model import (
-    MAIN_BRANCH,
-    Ref,
-    RefKind,
-    Schema,
-    SchemaField,
-    Snapshot,
-    SnapshotLogEntry,
-    Snapshots,
-    TableMetadata,
-)
+from dbt.adapters.icetime.metadata import model
 
 
-def parse_metadata(identifier: str, location: str, raw: bytes | str) -> TableMetadata:
+def parse_metadata(identifier: str, location: str, raw: bytes | str) -> model.TableMetadata:
     data = raw.encode() if isinstance(raw, str) else raw
     try:
         doc, snapshots = _document(data)
@@ -68,7 +58,7 @@ def _split_snapshots(data: bytes) -> tuple[bytes, bytes] | None:
     return data[: start.end() - 1] + b"[]" + data[end.start() + 1 :], array
 
 
-def _document(data: bytes) -> tuple[Mapping[str, Any], Snapshots]:
+def _document(data: bytes) -> tuple[Mapping[str, Any], model.Snapshots]:
     """The parsed document and its (lazily parsed) snapshots; a failed cut parses it whole."""
     split = _split_snapshots(data)
     if split is not None:
@@ -86,9 +76,9 @@ def _document(data: bytes) -> tuple[Mapping[str, Any], Snapshots]:
                     parsed = orjson.loads(data).get("snapshots")
                 return parsed or ()
 
-            return doc, Snapshots(load, _snapshot, contains=_finder(array))
+            return doc, model.Snapshots(load, _snapshot, contains=_finder(array))
     whole = orjson.loads(data)
-    return whole, Snapshots(lambda: whole.get("snapshots") or (), _snapshot)
+    return whole, model.Snapshots(lambda: whole.get("snapshots") or (), _snapshot)
 
 
 def _finder(array: bytes) -> Callable[[int], bool]:
@@ -102,17 +92,19 @@ def _finder(array: bytes) -> Callable[[int], bool]:
 
 
 def _table(
-    identifier: str, location: str, doc: Mapping[str, Any], snapshots: Snapshots
-) -> TableMetadata:
+    identifier: str, location: str, doc: Mapping[str, Any], snapshots: model.Snapshots
+) -> model.TableMetadata:
     raw_schemas = doc.get("schemas") or [doc["schema"]]
     schemas = tuple(_schema(s) for s in raw_schemas)
     current_schema_id: int = doc.get("current-schema-id", schemas[0].schema_id)
     current: Any = doc.get("current-snapshot-id")
     current_snapshot_id = None if current is None or current == -1 else int(current)
     refs = {name: _ref(name, ref) for name, ref in (doc.get("refs") or {}).items()}
-    if MAIN_BRANCH not in refs and current_snapshot_id is not None:
-        refs[MAIN_BRANCH] = Ref(MAIN_BRANCH, RefKind.BRANCH, current_snapshot_id)  # format v1
-    return TableMetadata(
+    if model.MAIN_BRANCH not in refs and current_snapshot_id is not None:
+        refs[model.MAIN_BRANCH] = model.Ref(
+            model.MAIN_BRANCH, model.RefKind.BRANCH, current_snapshot_id
+        )  # format v1
+    return model.TableMetadata(
         identifier=identifier,
         metadata_location=location,
         location=doc["location"],
@@ -124,7 +116,7 @@ def _table(
         schemas=schemas,
         snapshots=snapshots,
         snapshot_log=tuple(
-            SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"]))
+            model.SnapshotLogEntry(int(e["snapshot-id"]), int(e["timestamp-ms"]))
             for e in doc.get("snapshot-log") or ()
         ),
         refs=MappingProxyType(refs),
@@ -132,11 +124,11 @@ def _table(
     )
 
 
-def _schema(raw: Mapping[str, Any]) -> Schema:
-    return Schema(
+def _schema(raw: Mapping[str, Any]) -> model.Schema:
+    return model.Schema(
         schema_id=int(raw.get("schema-id", 0)),
         fields=tuple(
-            SchemaField(
+            model.SchemaField(
                 field_id=int(f["id"]),
                 name=str(f["name"]),
                 type=type_text(f["type"]),
@@ -155,10 +147,10 @@ def type_text(iceberg_type: Any) -> str:
     return orjson.dumps(iceberg_type, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def _snapshot(raw: Mapping[str, Any]) -> Snapshot:
+def _snapshot(raw: Mapping[str, Any]) -> model.Snapshot:
     parent = raw.get("parent-snapshot-id")
     schema_id = raw.get("schema-id")
-    return Snapshot(
+    return model.Snapshot(
         snapshot_id=int(raw["snapshot-id"]),
         parent_id=None if parent is None else int(parent),
         sequence_number=int(raw.get("sequence-number", 0)),
@@ -170,10 +162,10 @@ def _snapshot(raw: Mapping[str, Any]) -> Snapshot:
     )
 
 
-def _ref(name: str, raw: Mapping[str, Any]) -> Ref:
-    return Ref(
+def _ref(name: str, raw: Mapping[str, Any]) -> model.Ref:
+    return model.Ref(
         name=name,
-        kind=RefKind(str(raw["type"]).lower()),
+        kind=model.RefKind(str(raw["type"]).lower()),
         snapshot_id=int(raw["snapshot-id"]),
         max_ref_age_ms=raw.get("max-ref-age-ms"),
         max_snapshot_age_ms=raw.get("max-snapshot-age-ms"),

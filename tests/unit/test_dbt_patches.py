@@ -54,13 +54,14 @@ def test_the_dbt_command_keeps_dbts_project_schemas(
     assert kept == ["Configuration", "Project"], kept
 
 
-def test_the_runner_reports_no_op_and_still_runs_every_other_model() -> None:
-    # no_op: dbt's ModelRunner is wrapped, and calls dbt's own execute for a model the adapter
-    # does not leave alone (and for an adapter that has no say).
+def test_the_runner_is_patched_everywhere_and_the_start_only_in_the_dbt_command() -> None:
+    # no_op wraps dbt's ModelRunner in any process that runs dbt; what it does for a model
+    # left alone, and for every other model, is checked through dbt in
+    # builds/test_skip_unchanged.py (with the patch and with ICETIME_DBT_PATCHES=none).
     code = AS + (
         "from dbt.task.run import ModelRunner\n"
-        "from dbt.adapters.icetime.dbt_patches import installed\n"
-        "print(installed(), ModelRunner.execute.__module__, "
+        "from dbt.adapters.icetime.dbt_patches import install\n"
+        "print(install(), ModelRunner.execute.__module__, "
         "getattr(ModelRunner._build_run_model_result, 'icetime_no_op', False))"
     )
     assert python(code, LIBRARY) == ("('no_op',) dbt.adapters.icetime.dbt_patches.no_op True")
@@ -77,8 +78,8 @@ def test_icetime_dbt_patches_chooses_them(
     monkeypatch.setenv("ICETIME_DBT_PATCHES", setting)
     code = AS + (
         "from dbt.task.run import ModelRunner\n"
-        "from dbt.adapters.icetime.dbt_patches import installed\n"
-        "print(installed(), ModelRunner.execute.__module__)"
+        "from dbt.adapters.icetime.dbt_patches import install\n"
+        "print(install(), ModelRunner.execute.__module__)"
     )
     every = "('startup', 'no_op')"
     got = python(code, DBT)
@@ -111,8 +112,8 @@ def test_another_dbt_core_gets_no_patch_and_a_warning() -> None:
         "metadata.version = lambda name: '1.12.0' if name == 'dbt-core' else real(name)\n"
         "import dbt.adapters.icetime, gc\n"
         "from dbt.task.run import ModelRunner\n"
-        "from dbt.adapters.icetime.dbt_patches import installed\n"
-        "print(installed(), ModelRunner.execute.__module__, gc.get_freeze_count())"
+        "from dbt.adapters.icetime.dbt_patches import install\n"
+        "print(install(), ModelRunner.execute.__module__, gc.get_freeze_count())"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, DBT], capture_output=True, text=True, timeout=120

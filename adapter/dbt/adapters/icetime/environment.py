@@ -26,7 +26,6 @@ class Environment:
         catalog: str | None,
         run_sql: readers.SqlRunner,
     ) -> None:
-        self.settings = settings
         # The Iceberg catalog the target builds in (None: the server's default catalog).
         self.catalog = catalog
         self.reader: MetadataReader = choose_reader(settings, access, run_sql)

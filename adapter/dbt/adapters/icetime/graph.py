@@ -203,6 +203,7 @@ class ProjectGraph:
         self.deferral = deferral
         # The unique ids the running dbt command selected, in dbt's order.
         self.selected = tuple(selected)
+        self._chosen = frozenset(self.selected)
         self._node_names: dict[str, str] | None = None
 
     def node(self, unique_id: str | None) -> Mapping[str, Any] | None:
@@ -239,8 +240,7 @@ class ProjectGraph:
 
     def reads_of(self, node_id: str) -> RelationsRead:
         """What ``node_id`` reads when it builds, through ephemeral models and views."""
-        chosen = set(self.selected)
-        return relations_read_by(self.raw, node_id, self.catalog, self.deferral, chosen)
+        return relations_read_by(self.raw, node_id, self.catalog, self.deferral, self._chosen)
 
     def tables(self) -> list[Input]:
         """Every Iceberg table of the project a node may read."""

@@ -93,8 +93,3 @@ def install() -> tuple[str, ...]:
         if patch.NAME in wanted and (command or not patch.COMMAND_ONLY) and patch.install()
     )
     return _installed
-
-
-def installed() -> tuple[str, ...]:
-    """The patches this process runs with."""
-    return install()

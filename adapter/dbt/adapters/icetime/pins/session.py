@@ -72,9 +72,8 @@ class PinSession:
         self._request: PinRequest | None = None
         self._pinned: dict[str, Pinned] = {}
         self._reads: dict[str, set[str]] = {}
-        self._graph: Mapping[str, Any] = {}
-        self._project: ProjectGraph | None = None
-        self._selected: set[str] = set()
+        # This invocation's graph (the one built when dbt filled its cache).
+        self._project = ProjectGraph({}, catalog, deferral)
 
     # -- the run's plan ---------------------------------------------------------------------
 
@@ -92,13 +91,14 @@ class PinSession:
                 raise self._failure
             if self._prepared:
                 return
-            self._graph, self._selected = graph, set(selected)
+            project = self._project
+            if project.raw is not graph:
+                project = self._project = ProjectGraph(graph, self.catalog, self.deferral, selected)
             try:
                 self._requested = raw_request
                 self._request = self._parse_request(raw_request)
                 if inputs is None:
-                    inputs = self.inputs_of(graph, selected)
-                project = self.project
+                    inputs = project.inputs_of(selected)
                 for table in project.tables():  # a bad pin_snapshot config stops the run
                     own_point(table)
                 self._resolve_all(inputs, project.names())
@@ -113,15 +113,10 @@ class PinSession:
         that reads none, such as `dbt seed`, leaves the last run's pins file alone)."""
         selected = list(project.selected)
         with self._lock:
-            self._graph, self._selected = project.raw, set(selected)
             self._project = project
         inputs = project.inputs_of(selected)
         if inputs:
             self.prepare(requested, project.raw, selected, inputs)
-
-    def inputs_of(self, graph: Mapping[str, Any], selected: list[str]) -> dict[str, Input]:
-        """The Iceberg inputs of the selected nodes, as this run reads them (deferred or not)."""
-        return ProjectGraph(graph, self.catalog, self.deferral).inputs_of(selected)
 
     @property
     def explicit(self) -> bool:
@@ -249,19 +244,10 @@ class PinSession:
             }
 
     @property
-    def graph(self) -> Mapping[str, Any]:
-        """The manifest's graph of this invocation ({} before it is known)."""
-        return self._graph
-
-    @property
     def project(self) -> ProjectGraph:
         """This invocation's graph, as it reads inputs (deferred or not): the one built when
-        dbt filled its cache."""
+        dbt filled its cache (empty before it is known)."""
         with self._lock:
-            if self._project is None or self._project.raw is not self._graph:
-                self._project = ProjectGraph(
-                    self._graph, self.catalog, self.deferral, sorted(self._selected)
-                )
             return self._project
 
     def _write(self) -> None:

@@ -129,6 +129,10 @@ class Soak:
             self.problems.append(f"{step}: dbt {' '.join(args)}\n{result.output[-3000:]}")
         return None
 
+    def missing(self) -> list[str]:
+        """The steps that have not succeeded yet."""
+        return [step for step in STEPS if not self.steps[f"{step} ok"]]
+
     def catalog(self) -> Any:
         return pyiceberg_catalog(self.target)
 
@@ -238,8 +242,13 @@ def run_soak(base: Path, seconds: float, interval: float = 1.0) -> SoakReport:
                 assert time.monotonic() < deadline, "the writer did not start"
                 time.sleep(0.5)
             started = time.monotonic()
+            # The steps in turn for ``seconds``, and on until each has succeeded once: a step
+            # that lost a commit race to the writer is taken again, as a scheduler retries it
+            # (within three times the soak's length).
             done = 0
-            while time.monotonic() - started < seconds or done < len(STEPS):
+            while time.monotonic() - started < seconds or (
+                soak.missing() and time.monotonic() - started < 3 * seconds
+            ):
                 soak.step(STEPS[done % len(STEPS)])
                 done += 1
             elapsed = time.monotonic() - started

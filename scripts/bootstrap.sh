@@ -47,6 +47,31 @@ if [ ! -f "$deps_stamp" ] || [ "$(cat "$deps_stamp")" != "$deps_hash" ]; then
   quietly "$venv/bin/python" -m pip install "$root[dev,thrift,bench]"
   echo "$deps_hash" > "$deps_stamp"
 fi
+# Iceberg's S3FileIO needs the AWS SDK v2, which is not in the Iceberg runtime jar. PyPI's only
+# copy of it as plain jars is inside bodo-iceberg-connector's wheel: download the wheel (never
+# install it: it pins pyarrow) and keep the SDK's jars, leaving out the Netty client.
+aws_jars="$venv/share/icetime/aws-jars"
+aws_wheel="bodo-iceberg-connector==2026.10"
+if [ ! -f "$aws_jars/.complete" ]; then
+  say "installing the AWS SDK v2 jars for S3 storage (from $aws_wheel)"
+  download=$(mktemp -d)
+  quietly "$venv/bin/python" -m pip download --no-deps -q "$aws_wheel" -d "$download"
+  rm -rf "$aws_jars" && mkdir -p "$aws_jars"
+  "$venv/bin/python" - "$download" "$aws_jars" <<'PY'
+import glob, os, re, sys, zipfile
+download, target = sys.argv[1:]
+(wheel,) = glob.glob(os.path.join(download, "bodo_iceberg_connector-*.whl"))
+wanted = re.compile(r"bodo_iceberg_connector/jars/libs/"
+                    r"((?!netty-nio-client)[a-z0-9-]+-2\.29\.26|reactive-streams-1\.0\.4|eventstream-1\.0\.1)\.jar")
+with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+        if wanted.fullmatch(name):
+            with open(os.path.join(target, os.path.basename(name)), "wb") as out:
+                out.write(archive.read(name))
+PY
+  rm -rf "$download"
+  touch "$aws_jars/.complete"
+fi
 src_stamp="$venv/.icetime-src"
 src_hash=$(cd "$root" && find pyproject.toml adapter -type f ! -path '*__pycache__*' ! -path '*.egg-info*' \
   -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)

@@ -3,6 +3,8 @@
 # embedded default (local Spark session, Iceberg JDBC catalog on SQLite under .icetime/).
 # With --cluster: the same demo through dbt-spark's thrift method on a Spark standalone cluster
 # started on this machine (scripts/cluster.sh; PostgreSQL catalog), stopped at the end.
+# With --lakehouse: the same demo on an Iceberg REST catalog whose tables live in S3 object
+# storage, both servers started on loopback (tests/lakehouse.py) and stopped at the end.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +12,8 @@ mode=${1:-embedded}
 case "$mode" in
   embedded) "$root/scripts/bootstrap.sh" ;;
   --cluster) "$root/scripts/bootstrap.sh" --with-postgres ;;
-  *) echo "usage: scripts/demo.sh [--cluster]" >&2; exit 2 ;;
+  --lakehouse) "$root/scripts/bootstrap.sh" ;;
+  *) echo "usage: scripts/demo.sh [--cluster | --lakehouse]" >&2; exit 2 ;;
 esac
 export PATH="$root/.venv/bin:$PATH"
 cd "$root/integration_tests"
@@ -23,6 +26,17 @@ if [ "$mode" = --cluster ]; then
   "$root/scripts/cluster.sh" up
   export DBT_PROFILES_DIR="$cluster_dir"  # profile icetime_demo: dev, replay, pr_42 on thrift
   where="the cluster's PostgreSQL catalog and $cluster_dir/warehouse"
+fi
+if [ "$mode" = --lakehouse ]; then
+  lake_dir="$root/.icetime-lakehouse"
+  lakehouse() { (cd "$root" && python -m tests.lakehouse "$@"); }
+  lakehouse down "$lake_dir" && rm -rf "$lake_dir"
+  trap 'lakehouse down "$lake_dir"' EXIT
+  # Starts both servers, writes $lake_dir/profiles.yml (the demo's targets on them) and prints
+  # what those read: AWS_* keys, ICETIME_REST_URI, ICETIME_REST_CREDENTIAL, ICETIME_S3_ENDPOINT.
+  eval "$(lakehouse up "$lake_dir")"
+  export DBT_PROFILES_DIR="$lake_dir"
+  where="the REST catalog at $ICETIME_REST_URI, its files in S3 at $ICETIME_S3_ENDPOINT"
 fi
 
 step() { printf '\n\033[1;36m== %s\033[0m\n$ %s\n' "$1" "$2"; eval "$2"; }

@@ -18,6 +18,7 @@ import pytest
 
 from tests.cluster import Cluster
 from tests.jvm import FAST_START, driver_options, ensure_archive
+from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.support import profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -38,6 +39,7 @@ def uses_cluster(nodeid: str) -> bool:
 SLOWEST = (
     CLUSTER_SCOPE,  # ~500: the cluster's start and every test through it
     "test_integration.py[embedded]",  # ~270: the demo project end to end
+    "test_integration.py",  # the same on a REST catalog over S3 (the lakehouse deployment)
     "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes
@@ -129,6 +131,20 @@ def project_config_update() -> dict[str, Any]:
     `cdf_refresh` on their models.
     """
     return {"models": {"+cdf_refresh": "incremental"}}
+
+
+@pytest.fixture(scope="session")
+def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lakehouse]:
+    """An S3 server and a REST catalog on loopback (``tests/lakehouse.py``), for this worker.
+
+    Started on first use with fresh data folders, stopped by process id at the end of the
+    session; tests on it use namespaces of their own.
+    """
+    lake = start_lakehouse(tmp_path_factory.mktemp("lakehouse"))
+    try:
+        yield lake
+    finally:
+        stop_lakehouse(lake)
 
 
 @pytest.fixture(scope="session")

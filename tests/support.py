@@ -197,11 +197,14 @@ def pyiceberg_catalog(profile: dict[str, Any]) -> Any:
     from dbt.adapters.icetime.catalog import CatalogSettings
     from dbt.adapters.icetime.credentials import IcetimeCredentials
     from dbt.adapters.icetime.metadata import PyIcebergReader
+    from dbt.adapters.icetime.metadata.rest import RestCatalogReader
 
     keys = {k: v for k, v in profile.items() if k not in ("type", "threads")}
     settings = CatalogSettings.from_credentials(IcetimeCredentials.from_dict(keys))
     properties = settings.pyiceberg_properties()
     assert properties is not None, "the profile's catalog cannot be opened by the client"
+    if settings.kind == "rest":
+        return RestCatalogReader(settings.name, properties).catalog()
     return PyIcebergReader(settings.name, properties).catalog()
 
 

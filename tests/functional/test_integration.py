@@ -7,7 +7,9 @@ registry). The module runs twice:
 - ``cluster``: `method: thrift` to a Spark Thrift Server on a standalone master with two workers,
   Iceberg JDBC catalog in PostgreSQL (``tests/cluster.py``), pyiceberg on the same catalog;
 - ``cluster_spark_sql``: the same cluster with `catalog_type: server`: a client that cannot open
-  the catalog reads metadata through Spark SQL and table files straight from storage.
+  the catalog reads metadata through Spark SQL and table files straight from storage;
+- ``lakehouse``: `method: session` on an Iceberg REST catalog whose files live in S3, both
+  servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog reads back.
 
 The checks read the tables back through pyiceberg on the deployment's own catalog: rows,
 snapshot ids, refs and properties, as a user would look at them.
@@ -29,6 +31,8 @@ import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
+from tests.lakehouse import Lakehouse
+from tests.lakehouse import write_profiles as write_lake_profiles
 from tests.support import pyiceberg_catalog, run_dbt_process
 
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
@@ -43,12 +47,13 @@ class Deployment:
     name: str
     project: Path
     profile: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     before_batch_3: str = ""
     raw_before_batch_3: dict[str, int] = field(default_factory=dict)
 
     def dbt(self, *args: str, expect_ok: bool = True) -> str:
-        result = run_dbt_process(self.project, *args)
+        result = run_dbt_process(self.project, *args, env=self.env)
         if expect_ok:
             assert result.returncode == 0, f"dbt {' '.join(args)} failed:\n{result.output[-4000:]}"
         return result.output
@@ -88,6 +93,7 @@ def utc_now() -> str:
         "embedded",
         pytest.param("cluster", marks=pytest.mark.cluster),
         pytest.param("cluster_spark_sql", marks=pytest.mark.cluster),
+        pytest.param("lakehouse", marks=pytest.mark.lakehouse),
     ],
 )
 def deployment(
@@ -106,6 +112,18 @@ def deployment(
         client_catalog = request.param == "cluster"
         write_profiles(cluster, project, DEMO_PROFILES, client_catalog)
         profile = cluster.profile("analytics")  # the checks read the catalog with pyiceberg
+        env: dict[str, str] = {}
+    elif request.param == "lakehouse":
+        lake: Lakehouse = request.getfixturevalue("lakehouse")
+        write_lake_profiles(project, project / ".icetime")
+        env = lake.environment()
+        # The checks' own pyiceberg reads, with the keys the dbt processes take from AWS_*.
+        profile = {"schema": "analytics", **lake.profile(project / ".icetime")}
+        profile["catalog_properties"] = {
+            **profile["catalog_properties"],
+            "s3.access-key-id": lake.access_key,
+            "s3.secret-access-key": lake.secret_key,
+        }
     else:
         # The demo's own profiles.yml: the zero-config profile, catalog in <project>/.icetime.
         profile = {
@@ -114,7 +132,8 @@ def deployment(
             "schema": "analytics",
             "icetime_dir": str(project / ".icetime"),
         }
-    flow = Deployment(request.param, project, profile)
+        env = {}
+    flow = Deployment(request.param, project, profile, env)
     flow.dbt("deps")
     for batch in (1, 2):
         flow.dbt("run-operation", "ingest_batch", "--args", f"{{batch: {batch}}}")

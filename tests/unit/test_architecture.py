@@ -23,6 +23,7 @@ KERNEL = {
     "metadata",
     "properties",
     "runvars",
+    "secrets",
     "selection",
     "services",
     "sql",

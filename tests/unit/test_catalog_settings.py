@@ -22,8 +22,7 @@ def creds(**profile: object) -> IcetimeCredentials:
 def test_sqlite_catalog_under_the_project() -> None:
     settings = CatalogSettings.from_credentials(creds())
     assert (
-        settings.jdbc_uri
-        == "jdbc:sqlite:/proj/.icetime/catalog.db?journal_mode=WAL&busy_timeout=30000"
+        settings.uri == "jdbc:sqlite:/proj/.icetime/catalog.db?journal_mode=WAL&busy_timeout=30000"
     )
     assert settings.sqlite_path == "/proj/.icetime/catalog.db"
     assert settings.warehouse == "file:/proj/.icetime/warehouse"
@@ -56,8 +55,10 @@ def test_postgres_catalog_for_spark_and_pyiceberg() -> None:
 
 
 def test_postgres_uri_must_be_jdbc_postgresql() -> None:
-    settings = CatalogSettings.from_credentials(
+    with pytest.raises(errors.ConfigurationError, match=r"'catalog_uri'.*'postgres://x/y'.*jdbc:"):
         creds(catalog_type="postgres", catalog_uri="postgres://x/y")
+    settings = CatalogSettings.from_credentials(
+        creds(catalog_type="postgres", catalog_uri="jdbc:mysql://x/y")
     )
     with pytest.raises(errors.ConfigurationError, match="jdbc:postgresql://HOST:PORT/DATABASE"):
         settings.pyiceberg_properties()
@@ -88,3 +89,94 @@ def test_table_names_are_quoted_for_spark_sql() -> None:
     assert quote_identifier("a`b") == "`a``b`"
     with pytest.raises(errors.MetadataError):
         TableName("icetime", "", "t")
+
+
+REST_PROFILE = {
+    "catalog_type": "rest",
+    "catalog_uri": "https://catalog.example.com/api/catalog",
+    "warehouse": "analytics_lake",
+    "catalog_properties": {
+        "credential": "client-id:client-secret-value",
+        "s3.endpoint": "https://s3.example.com",
+        "s3.path-style-access": True,
+        "client.region": "eu-west-1",
+    },
+}
+
+
+def test_rest_catalog_reaches_spark_and_pyiceberg_with_the_same_properties(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret-value")
+    settings = CatalogSettings.from_credentials(creds(**REST_PROFILE))
+    assert settings.kind == "rest" and settings.object_storage
+    assert settings.warehouse == "analytics_lake"  # a name, as the server expects: not a path
+    assert settings.warehouse_location is None  # the server decides where files go
+    conf = settings.spark_conf()
+    prefix = "spark.sql.catalog.icetime"
+    assert conf[f"{prefix}.type"] == "rest"
+    assert conf[f"{prefix}.uri"] == "https://catalog.example.com/api/catalog"
+    assert conf[f"{prefix}.warehouse"] == "analytics_lake"
+    assert conf[f"{prefix}.credential"] == "client-id:client-secret-value"
+    assert conf[f"{prefix}.s3.path-style-access"] == "true"  # YAML's true, as Iceberg reads it
+    assert f"{prefix}.jdbc.schema-version" not in conf
+    # Keys from the environment stay out of Spark's configuration: the AWS SDK reads them.
+    assert "env-secret-value" not in conf.values()
+    props = settings.pyiceberg_properties()
+    assert props is not None
+    assert props["type"] == "rest" and props["credential"] == "client-id:client-secret-value"
+    assert props["s3.region"] == "eu-west-1"  # pyiceberg's name for Iceberg's client.region
+    assert props["s3.access-key-id"] == "AKIAEXAMPLE"
+    assert props["s3.secret-access-key"] == "env-secret-value"
+    assert props["s3.force-virtual-addressing"] == "false"
+    # dbt debug shows the properties with every secret masked.
+    shown = dict(creds(**REST_PROFILE).connection_info())
+    assert shown["catalog_properties"]["credential"] == "****"
+    assert shown["catalog_properties"]["s3.endpoint"] == "https://s3.example.com"
+    assert "client-secret-value" not in str(shown)
+
+
+def test_an_s3_warehouse_on_a_jdbc_catalog_uses_s3_file_io() -> None:
+    settings = CatalogSettings.from_credentials(
+        creds(warehouse="s3://lake/warehouse", catalog_properties={"s3.endpoint": "http://x"})
+    )
+    conf = settings.spark_conf()
+    assert settings.warehouse == "s3://lake/warehouse"
+    assert conf["spark.sql.catalog.icetime.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert conf["spark.sql.catalog.icetime.s3.endpoint"] == "http://x"
+    embedded = resolve_settings(creds(warehouse="s3://lake/warehouse"))
+    assert any("aws-jars" in jar for jar in embedded.jars)
+    assert not any("aws-jars" in jar for jar in resolve_settings(creds()).jars)
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        (
+            {"catalog_type": "rest", "catalog_uri": "jdbc:sqlite:/x.db"},
+            "'catalog_uri' has the value 'jdbc:sqlite:/x.db'; accepted: the REST catalog's http",
+        ),
+        ({"catalog_type": "rest"}, "'catalog_uri' has the value None"),
+        (
+            {"catalog_type": "rest", "catalog_uri": "http://h", "catalog_password": "pw-value"},
+            "'catalog_password' has the value '\\*\\*\\*\\*'",
+        ),
+        (
+            {"catalog_type": "sqlite", "catalog_uri": "http://catalog:8181"},
+            "'catalog_uri' has the value 'http://catalog:8181'; accepted: a jdbc: URI",
+        ),
+        (
+            {"catalog_type": "rest", "catalog_uri": "http://h", "catalog_properties": "x=1"},
+            "'catalog_properties' has the value 'str'; accepted: a map",
+        ),
+    ],
+)
+def test_a_catalog_type_with_the_wrong_keys_is_refused(
+    profile: dict[str, object], message: str
+) -> None:
+    with pytest.raises(errors.ConfigurationError, match=message) as raised:
+        creds(**profile)
+    assert "pw-value" not in str(raised.value)

@@ -74,7 +74,7 @@ def test_unknown_key_is_named_with_a_suggestion() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "accepted"),
     [
-        ("catalog_type", "hive", "sqlite, postgres, server"),
+        ("catalog_type", "hive", "sqlite, postgres, rest, server"),
         ("metadata_access", "magic", "auto, pyiceberg, spark"),
     ],
 )

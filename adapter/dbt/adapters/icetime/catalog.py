@@ -1,20 +1,38 @@
 """One description of the Iceberg catalog, rendered for Spark and for pyiceberg.
 
-The embedded Spark session and the Python metadata reader must open the very same catalog; both
-derive their settings from ``CatalogSettings`` so they cannot drift apart.
+The embedded Spark session and the Python metadata reader must open the very same catalog, and
+reach its files with the same storage settings; both derive them from ``CatalogSettings`` so
+they cannot drift apart.
+
+Catalog kinds: ``sqlite`` and ``postgres`` (Iceberg's JDBC catalog), ``rest`` (any Iceberg REST
+catalog), ``server`` (a remote Spark server's own). ``properties`` are Iceberg catalog
+properties passed as they are (``catalog_properties`` in the profile): to Spark's catalog, to
+pyiceberg's, and to every FileIO. An ``s3://`` warehouse goes through Iceberg's ``S3FileIO``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import quote, urlsplit
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, secrets
 
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+OBJECT_STORE_SCHEMES = ("s3://", "s3a://", "s3n://")
+# The standard AWS environment variables, as pyiceberg's FileIO properties (Spark's S3FileIO
+# reads the variables itself, through the AWS SDK's default chain).
+AWS_ENVIRONMENT = (
+    ("s3.access-key-id", ("AWS_ACCESS_KEY_ID",)),
+    ("s3.secret-access-key", ("AWS_SECRET_ACCESS_KEY",)),
+    ("s3.session-token", ("AWS_SESSION_TOKEN",)),
+    ("s3.region", ("AWS_REGION", "AWS_DEFAULT_REGION")),
+    ("s3.endpoint", ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")),
+)
 
 
 SQLITE_OPTIONS = "?journal_mode=WAL&busy_timeout=30000"
@@ -29,17 +47,22 @@ class CatalogProfile(Protocol):
     catalog_uri: str | None
     catalog_user: str | None
     catalog_password: str | None
+    catalog_properties: dict[str, str]
     warehouse: str | None
 
 
 @dataclass(frozen=True)
 class CatalogSettings:
     name: str
-    kind: str  # sqlite | postgres | server
-    jdbc_uri: str | None
+    kind: str  # sqlite | postgres | rest | server
+    # The JDBC URI (sqlite, postgres) or the REST server's URI (rest).
+    uri: str | None
     user: str | None
     password: str | None
+    # A location (file:, s3://) for the JDBC kinds; for rest, a name or a location, as the
+    # server expects.
     warehouse: str | None
+    properties: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_credentials(
@@ -58,23 +81,40 @@ class CatalogSettings:
             # instead of failing after sqlite-jdbc's default 3 s.
             default = "jdbc:sqlite:" + os.path.join(directory, "catalog.db")
             uri = uri or default + SQLITE_OPTIONS
-        if kind != "server":
+        if kind in ("sqlite", "postgres"):
             warehouse = _as_file_uri(warehouse or os.path.join(directory, "warehouse"))
         return cls(
             name=creds.catalog,
             kind=kind,
-            jdbc_uri=uri,
+            uri=uri,
             user=creds.catalog_user,
             password=creds.catalog_password,
             warehouse=warehouse,
+            properties=dict(creds.catalog_properties or {}),
         )
 
     @property
     def sqlite_path(self) -> str | None:
         """The SQLite database file, when the catalog is the embedded SQLite one."""
-        if self.kind != "sqlite" or not self.jdbc_uri:
+        if self.kind != "sqlite" or not self.uri:
             return None
-        return self.jdbc_uri.removeprefix("jdbc:sqlite:").split("?", 1)[0]
+        return self.uri.removeprefix("jdbc:sqlite:").split("?", 1)[0]
+
+    @property
+    def warehouse_location(self) -> str | None:
+        """Where new tables' files go, when this client decides it (the JDBC kinds); None when
+        the server decides (rest, server)."""
+        return self.warehouse if self.kind in ("sqlite", "postgres") else None
+
+    @property
+    def object_storage(self) -> bool:
+        """Whether table files may live in object storage (S3): the session then needs the AWS
+        SDK jars. True for a REST catalog, whose server decides where files go."""
+        return (
+            self.kind == "rest"
+            or (self.warehouse or "").startswith(OBJECT_STORE_SCHEMES)
+            or any(key.startswith("s3.") for key in self.properties)
+        )
 
     @property
     def local_warehouse_dir(self) -> str | None:
@@ -89,32 +129,75 @@ class CatalogSettings:
         prefix = f"spark.sql.catalog.{self.name}"
         conf = {
             prefix: SPARK_CATALOG_CLASS,
-            f"{prefix}.type": "jdbc",
-            f"{prefix}.uri": self.jdbc_uri or "",
-            # V1 adds the column that lets the JDBC catalog store Iceberg views.
-            f"{prefix}.jdbc.schema-version": "V1",
-            f"{prefix}.warehouse": self.warehouse or "",
+            f"{prefix}.type": "rest" if self.kind == "rest" else "jdbc",
+            f"{prefix}.uri": self.uri or "",
             # Every statement sees the latest commit, including ones made by other processes.
             f"{prefix}.cache-enabled": "false",
             "spark.sql.defaultCatalog": self.name,
         }
+        if self.warehouse:
+            conf[f"{prefix}.warehouse"] = self.warehouse
+        if self.kind != "rest":
+            # V1 adds the column that lets the JDBC catalog store Iceberg views.
+            conf[f"{prefix}.jdbc.schema-version"] = "V1"
+            if self.object_storage:
+                conf[f"{prefix}.io-impl"] = S3_FILE_IO
         if self.user is not None:
             conf[f"{prefix}.jdbc.user"] = self.user
         if self.password is not None:
             conf[f"{prefix}.jdbc.password"] = self.password
+        endpoint = _first_env(dict(AWS_ENVIRONMENT)["s3.endpoint"])
+        if endpoint and self.object_storage and "s3.endpoint" not in self.properties:
+            conf[f"{prefix}.s3.endpoint"] = endpoint
+        conf.update({f"{prefix}.{key}": value for key, value in self.properties.items()})
         return conf
 
     def pyiceberg_properties(self) -> dict[str, str] | None:
-        """Properties for pyiceberg's SqlCatalog on the same database, or None if unreachable."""
+        """Properties for pyiceberg's catalog (SqlCatalog on the same database, or RestCatalog
+        on the same server) and its FileIO, or None when this client cannot open the catalog."""
         if self.kind == "sqlite" and self.sqlite_path:
             props = {"uri": "sqlite:///" + self.sqlite_path}
-        elif self.kind == "postgres" and self.jdbc_uri:
-            props = {"uri": _postgres_sqlalchemy_uri(self.jdbc_uri, self.user, self.password)}
+        elif self.kind == "postgres" and self.uri:
+            props = {"uri": _postgres_sqlalchemy_uri(self.uri, self.user, self.password)}
+        elif self.kind == "rest" and self.uri:
+            props = {"type": "rest", "uri": self.uri}
         else:
             return None
         if self.warehouse:
             props["warehouse"] = self.warehouse
+        props.update(self.file_io_properties())
         return props
+
+    def file_io_properties(self) -> dict[str, str]:
+        """The catalog properties, plus what pyiceberg's S3 FileIO needs and the Java client
+        finds by itself: keys, region and endpoint from the standard AWS variables, and the
+        region under pyiceberg's name."""
+        props = dict(self.properties)
+        if self.object_storage:
+            if "client.region" in props:
+                props.setdefault("s3.region", props["client.region"])
+            for key, variables in AWS_ENVIRONMENT:
+                value = _first_env(variables)
+                if value and key not in props:
+                    props[key] = value
+            style = props.get("s3.path-style-access")
+            if style is not None:
+                props.setdefault(
+                    "s3.force-virtual-addressing", "false" if style == "true" else "true"
+                )
+        return props
+
+    def shown_properties(self) -> dict[str, str]:
+        """The catalog properties as ``dbt debug`` and errors may show them: secrets masked."""
+        return secrets.shown(self.properties)
+
+
+def _first_env(variables: tuple[str, ...]) -> str | None:
+    for variable in variables:
+        value = os.environ.get(variable)
+        if value:
+            return value
+    return None
 
 
 def _as_file_uri(path_or_uri: str) -> str:

@@ -15,8 +15,9 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
 from dbt.adapters.icetime.dbt_patches import schemas
+from dbt.adapters.icetime.secrets import MASK
 
-CATALOG_TYPES = ("sqlite", "postgres", "server")
+CATALOG_TYPES = ("sqlite", "postgres", "rest", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
 DEFAULT_SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
@@ -26,13 +27,18 @@ DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
 class IcetimeCredentials(SparkCredentials):
     # Name of the Iceberg catalog in Spark and pyiceberg; dbt's `database` defaults to it.
     catalog: str = "icetime"
-    # Catalog backend: sqlite (embedded default), postgres, or server (the Spark server's own).
+    # Catalog backend: sqlite (embedded default), postgres, rest (an Iceberg REST catalog), or
+    # server (the Spark server's own).
     catalog_type: str | None = None
-    # JDBC URI of the catalog database; for sqlite it defaults to <icetime_dir>/catalog.db.
+    # JDBC URI of the catalog database (for sqlite it defaults to <icetime_dir>/catalog.db), or
+    # the REST catalog's http(s) URI.
     catalog_uri: str | None = None
     # Login for a postgres catalog.
     catalog_user: str | None = None
     catalog_password: str | None = None
+    # Iceberg catalog properties, passed as they are to Spark's catalog, pyiceberg's catalog and
+    # every FileIO (credential, token, s3.endpoint, s3.path-style-access, client.region, ...).
+    catalog_properties: dict[str, str] = field(default_factory=dict)
     # Directory for the SQLite catalog and the warehouse, relative to the dbt project.
     icetime_dir: str = ".icetime"
     # Where table data and metadata files go; defaults to <icetime_dir>/warehouse.
@@ -54,6 +60,13 @@ class IcetimeCredentials(SparkCredentials):
     def __pre_deserialize__(cls, data: Any) -> Any:
         data = super().__pre_deserialize__(data)
         _reject_unknown_keys(cls, data)
+        properties = data.get("catalog_properties")
+        if properties is not None and not isinstance(properties, dict):
+            raise errors.bad_profile_value(
+                "catalog_properties",
+                type(properties).__name__,
+                "a map of Iceberg catalog property names to values",
+            )
         if data.get("method") == SparkConnectionMethod.SESSION and not data.get("host"):
             # dbt-spark requires `host`; a local session has none worth naming.
             data["host"] = "localhost"
@@ -75,13 +88,7 @@ class IcetimeCredentials(SparkCredentials):
             self.catalog_type = "sqlite" if self.is_embedded else "server"
         _check_choice("catalog_type", self.catalog_type, CATALOG_TYPES)
         _check_choice("metadata_access", self.metadata_access, METADATA_ACCESS)
-        if self.catalog_type == "postgres" and not self.catalog_uri:
-            raise errors.bad_profile_value(
-                "catalog_uri",
-                self.catalog_uri,
-                "a JDBC URI such as jdbc:postgresql://127.0.0.1:5432/icetime "
-                "when catalog_type is postgres",
-            )
+        self._check_catalog_keys()
         if self.is_embedded and self.catalog_type == "server":
             raise errors.bad_profile_value(
                 "catalog_type",
@@ -94,6 +101,47 @@ class IcetimeCredentials(SparkCredentials):
             self.database = catalog_database
         elif self.catalog_type != "server":
             self.database = self.catalog
+
+    def _check_catalog_keys(self) -> None:
+        """The keys each catalog type takes, with the value that does not fit named."""
+        kind, uri = self.catalog_type, self.catalog_uri
+        if kind == "postgres" and not uri:
+            raise errors.bad_profile_value(
+                "catalog_uri",
+                uri,
+                "a JDBC URI such as jdbc:postgresql://127.0.0.1:5432/icetime "
+                "when catalog_type is postgres",
+            )
+        if kind in ("sqlite", "postgres") and uri and not uri.startswith("jdbc:"):
+            raise errors.bad_profile_value(
+                "catalog_uri", redact_uri(uri), f"a jdbc: URI when catalog_type is {kind}"
+            )
+        if kind == "rest":
+            if not uri or not uri.startswith(("http://", "https://")):
+                raise errors.bad_profile_value(
+                    "catalog_uri",
+                    redact_uri(uri) if uri else uri,
+                    "the REST catalog's http:// or https:// URI when catalog_type is rest",
+                )
+            for key in ("catalog_user", "catalog_password"):
+                if getattr(self, key) is not None:
+                    shown = MASK if key == "catalog_password" else self.catalog_user
+                    raise errors.bad_profile_value(
+                        key,
+                        shown,
+                        "no value when catalog_type is rest (give the REST catalog's "
+                        "credential or token in catalog_properties)",
+                    )
+        if self.catalog_properties and kind == "server":
+            raise errors.bad_profile_value(
+                "catalog_properties",
+                ", ".join(sorted(self.catalog_properties)),
+                "no properties when catalog_type is server (the server's catalog is "
+                "configured on the server)",
+            )
+        self.catalog_properties = {
+            str(key): _property_text(value) for key, value in self.catalog_properties.items()
+        }
 
     def _check_session(self) -> None:
         """dbt-spark's checks of a `method: session` profile, finding PySpark without importing
@@ -139,8 +187,9 @@ class IcetimeCredentials(SparkCredentials):
         settings = CatalogSettings.from_credentials(self, directory)
         resolved = {
             "icetime_dir": directory,
-            "catalog_uri": redact_uri(settings.jdbc_uri) if settings.jdbc_uri else None,
+            "catalog_uri": redact_uri(settings.uri) if settings.uri else None,
             "warehouse": settings.warehouse,
+            "catalog_properties": settings.shown_properties() or None,
         }
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, resolved.get(key, value)
@@ -155,10 +204,18 @@ class IcetimeCredentials(SparkCredentials):
             "catalog",
             "catalog_type",
             "catalog_uri",
+            "catalog_properties",
             "icetime_dir",
             "warehouse",
             "spark_master",
         )
+
+
+def _property_text(value: Any) -> str:
+    """A catalog property's value as Iceberg takes it: a string (YAML's true is 'true')."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:

@@ -7,9 +7,11 @@ this process.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import sqlite3
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.metadata.rest import RestCatalogReader
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,6 +33,9 @@ logger = AdapterLogger("icetime")
 ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+# The AWS SDK v2 jars Iceberg's S3FileIO needs (not in the runtime jar). scripts/bootstrap.sh
+# puts them here, in the virtual environment.
+AWS_JARS_DIR = Path(sys.prefix, "share", "icetime", "aws-jars")
 
 # Tuned for a laptop-sized machine: few shuffle partitions, no UI, loopback only, UTC.
 SMALL_MACHINE_CONF = {
@@ -43,6 +49,9 @@ SMALL_MACHINE_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.ansi.enabled": "false",
     "spark.sql.adaptive.enabled": "true",
+    # Spark hides the values of matching keys wherever it shows its configuration; Iceberg's
+    # REST `credential` is a secret too.
+    "spark.redaction.regex": "(?i)secret|password|token|access[.]key|credential",
 }
 
 _lock = threading.Lock()
@@ -69,6 +78,13 @@ def iceberg_runtime_jar(override: str | None) -> str:
         return f"<snowpark-connect-deps-iceberg>/jars/{ICEBERG_RUNTIME_JAR}"
 
 
+def aws_jars() -> list[str]:
+    """The AWS SDK jars for S3FileIO, as the bootstrap installed them (a missing directory is
+    named by ``preflight``)."""
+    found = sorted(glob.glob(str(AWS_JARS_DIR / "*.jar")))
+    return found or [str(AWS_JARS_DIR / "<AWS SDK v2 jars>")]
+
+
 def resolve_settings(creds: IcetimeCredentials) -> EmbeddedSettings:
     """Pure: turn a profile into the Spark configuration of the embedded session."""
     catalog = CatalogSettings.from_credentials(creds)
@@ -77,6 +93,8 @@ def resolve_settings(creds: IcetimeCredentials) -> EmbeddedSettings:
         jars.append(creds.sqlite_jdbc_jar)
     elif catalog.kind == "postgres":
         jars.append(creds.postgres_jdbc_jar)
+    if catalog.object_storage:
+        jars.extend(aws_jars())
     conf = dict(SMALL_MACHINE_CONF)
     conf["spark.sql.extensions"] = ICEBERG_EXTENSIONS
     conf["spark.jars"] = ",".join(jars)
@@ -95,9 +113,13 @@ def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
         creds.sqlite_jdbc_jar: ("SQLite JDBC", errors.SQLITE_JAR_FIX),
         creds.postgres_jdbc_jar: ("PostgreSQL JDBC", errors.POSTGRES_JAR_FIX),
     }
+    aws = str(AWS_JARS_DIR)
     for jar in settings.jars:
         if not os.path.isfile(jar):
-            name, fix = what.get(jar, ("Iceberg Spark runtime", errors.ICEBERG_JAR_FIX))
+            default = ("Iceberg Spark runtime", errors.ICEBERG_JAR_FIX)
+            if jar.startswith(aws):
+                default = ("AWS SDK (for S3 storage)", errors.AWS_JARS_FIX)
+            name, fix = what.get(jar, default)
             raise errors.EnvironmentSetupError(
                 errors.JAR_MISSING.format(what=name, path=jar, fix=fix)
             )
@@ -105,6 +127,8 @@ def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
         _check_writable(directory)
     if settings.catalog.sqlite_path:
         _check_sqlite_unlocked(settings.catalog.sqlite_path)
+    if settings.catalog.kind == "rest":
+        _check_rest_catalog(settings.catalog)
 
 
 def spark_session(creds: IcetimeCredentials) -> SparkSession:
@@ -136,7 +160,7 @@ def _default_session() -> SparkSession | None:
 
 def _check_compatible(session: SparkSession, settings: EmbeddedSettings) -> None:
     key = f"spark.sql.catalog.{settings.catalog.name}.uri"
-    wanted = settings.catalog.jdbc_uri
+    wanted = settings.catalog.uri
     existing = session.conf.get(key, None)
     if wanted is not None and existing != wanted:
         raise errors.ConfigurationError(
@@ -144,6 +168,15 @@ def _check_compatible(session: SparkSession, settings: EmbeddedSettings) -> None
                 catalog=settings.catalog.name, existing=existing, wanted=wanted
             )
         )
+
+
+def _check_rest_catalog(catalog: CatalogSettings) -> None:
+    """Reach the REST catalog (its configuration, and a token for a credential) before the JVM
+    starts: an unreachable server or a refused credential is one clear error, at `dbt debug`
+    and at the first command, instead of a Java stack trace from the first statement."""
+    properties = catalog.pyiceberg_properties()
+    if properties is not None:
+        RestCatalogReader(catalog.name, properties).open()
 
 
 def _check_java() -> None:

@@ -2,9 +2,10 @@
 profile.
 
 ``metadata_access`` and the catalog settings pick the metadata reader (``choose_reader``):
-pyiceberg on the catalog database when this client can open it, else Spark SQL on the
-connection. The same choice gives the table files (pyiceberg's FileIO on the catalog, else by
-each path's scheme) and the listings (one catalog query, else ``SHOW TABLES``/``SHOW VIEWS``).
+pyiceberg on the catalog (the JDBC catalog's database, or the REST server) when this client can
+open it, else Spark SQL on the connection. The same choice gives the table files (pyiceberg's
+FileIO on the catalog, else by each path's scheme) and the listings (one catalog request, else
+``SHOW TABLES``/``SHOW VIEWS``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.listing import Listing, MakeRelation, RunMacro
 from dbt.adapters.icetime.metadata import FallbackReader, readers
-from dbt.adapters.icetime.metadata.readers import FileAccess, MetadataReader, PyIcebergReader
+from dbt.adapters.icetime.metadata.readers import (
+    CatalogClient,
+    FileAccess,
+    MetadataReader,
+    PyIcebergReader,
+)
+from dbt.adapters.icetime.metadata.rest import RestCatalogReader
 
 
 class Environment:
@@ -35,8 +42,8 @@ class Environment:
         direct = self.reader.direct()
         return direct if direct is not None else readers.SchemeFileAccess()
 
-    def catalog_database(self, database: str | None) -> PyIcebergReader | None:
-        """The catalog database, when ``database`` is this target's catalog and this client can
+    def catalog_database(self, database: str | None) -> CatalogClient | None:
+        """The catalog itself, when ``database`` is this target's catalog and this client can
         open it (a listing is then one query there instead of Spark statements)."""
         if self.catalog is None or (database or self.catalog).strip("`") != self.catalog:
             return None
@@ -67,9 +74,13 @@ def choose_reader(
             "metadata_access",
             access,
             "auto or spark when the catalog is the server's own "
-            "(pyiceberg needs catalog_type sqlite or postgres)",
+            "(pyiceberg needs catalog_type sqlite, postgres or rest)",
         )
-    primary = PyIcebergReader(settings.name, properties)
+    primary: PyIcebergReader | RestCatalogReader
+    if settings.kind == "rest":
+        primary = RestCatalogReader(settings.name, properties)
+    else:
+        primary = PyIcebergReader(settings.name, properties)
     if access == "auto":
         return FallbackReader(primary, readers.SparkSqlReader(run_sql))
     return primary

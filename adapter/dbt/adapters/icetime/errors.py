@@ -97,6 +97,10 @@ POSTGRES_JAR_FIX = (
     "Install it with 'apt-get update && apt-get install libpostgresql-jdbc-java', "
     "or set 'postgres_jdbc_jar' in the profile to a PostgreSQL JDBC jar."
 )
+AWS_JARS_FIX = (
+    "Object storage (an s3:// warehouse, or a REST catalog) needs the AWS SDK v2 jars of "
+    "Iceberg's S3FileIO. Run scripts/bootstrap.sh: it installs them into the virtual environment."
+)
 ICEBERG_JAR_FIX = (
     "Reinstall the Python package that carries it: "
     "pip install 'snowpark-connect-deps-iceberg==1.0.2' (1.0.3 is broken), "
@@ -144,6 +148,11 @@ PROTECTED_TARGET = (
 CATALOG_UNREACHABLE = (
     "icetime could not open the database of the Iceberg catalog '{catalog}' at {uri}: {reason}"
 )
+REST_UNREACHABLE = (
+    "icetime could not open the Iceberg REST catalog '{catalog}' at {uri} (profile key "
+    "catalog_uri, with catalog_properties and warehouse): {reason}"
+)
+REST_REQUEST_FAILED = "The Iceberg REST catalog '{catalog}' failed {what}: {reason}"
 LOOKUP_FAILED = "Could not look up {table} in the Iceberg catalog '{catalog}': {reason}"
 TABLE_MISSING_IN = "Iceberg table {table} does not exist in catalog '{catalog}'."
 TABLE_MISSING = "Iceberg table {table} does not exist."
@@ -546,6 +555,11 @@ PROTECTED_NEWER = "it was last written at {written}, after its newest pinned inp
 VIEW_SQL_MISSING = "Spark SQL did not report the SQL of view {view} (SHOW CREATE TABLE)."
 VIEW_METADATA_UNREADABLE = "Could not read the SQL of view {view} from {file}: {reason}"
 CURRENT_SCHEMA_MISSING = "{table}: its current schema {schema_id} is not in its metadata"
+CLONE_REGISTER_BROKEN = (
+    "The Iceberg catalog '{catalog}' did not keep what it was given when registering clone "
+    "{clone}: {check} is {found!r}, expected {wanted!r}. Its register_table is not safe for "
+    "clones; icetime removed the clone and left the source as it was."
+)
 CLONE_SNAPSHOT_MISSING = "Cannot clone {table}: snapshot {snapshot} is not in its metadata"
 PROFILE_WITHOUT_SCHEMA = "Must specify `schema` in profile"
 SESSION_WITHOUT_PYSPARK = (

@@ -87,7 +87,7 @@ class Invocation:
             reader=self.environment.reader,
             files=self.environment.files,
             catalog=creds.database,
-            warehouse=settings.warehouse if creds.is_embedded else None,
+            warehouse=settings.warehouse_location if creds.is_embedded else None,
             sqlite_path=settings.sqlite_path,
             project_root=root,
             recorded_pins=str(self.pins_path),

@@ -17,7 +17,7 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.metadata.readers import PyIcebergReader
+from dbt.adapters.icetime.metadata.readers import CatalogClient
 
 SHOW_RELATIONS_MACRO = "icetime__show_relations"
 # Errors that mean the namespace truly does not exist (an answer, not a failure).
@@ -36,7 +36,7 @@ RunMacro = Callable[[str, Mapping[str, Any]], Any]
 @dataclass(frozen=True)
 class Listing:
     # The catalog database, when this client can open it for this listing's catalog.
-    direct: PyIcebergReader | None
+    direct: CatalogClient | None
     make: MakeRelation
     run_macro: RunMacro
 

@@ -348,6 +348,10 @@ class Environments:
                 raise errors.IcetimeError(
                     errors.NOT_THE_RECORDED_CLONE.format(name=name, env=member.env)
                 )
+            if clone.created_ms != member.created_ms:
+                # A newer clone by the same name (the environment was made again since this
+                # record was read, by another process): it is live, and not this member.
+                return
         self._drop_object(name, member.kind)
 
     def _drop_object(self, name: TableName, kind: str) -> None:

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -191,11 +192,35 @@ class Cloner:
                     self.catalog, "register_table", request.target, metadata_file=sql_literal(path)
                 )
             )
+            self._verify_registered(clone, table_uuid)
         except BaseException:
             self._drop_tag(clone)
-            _delete_tree(clone.location)
+            _delete_tree(clone.location, files)
             raise
         return clone
+
+    def _verify_registered(self, clone: Clone, table_uuid: str) -> None:
+        """Check the catalog registered the document it was given: a catalog whose
+        register_table drops the history would leave an empty clone. On a failed check the
+        registration is undone (``drop table`` without purge: the files are the source's)."""
+        registered = self.reader.table(clone.name)
+        checks = (
+            ("the table's UUID", table_uuid, registered.table_uuid),
+            ("the current snapshot", clone.snapshot_id, registered.current_snapshot_id),
+            ("the table's location", clone.location, registered.location.rstrip("/")),
+        )
+        for check, wanted, found in checks:
+            if wanted != found:
+                self.execute(f"drop table if exists {clone.name.sql()}")
+                raise errors.CatalogError(
+                    errors.CLONE_REGISTER_BROKEN.format(
+                        catalog=self.catalog or "the server's catalog",
+                        clone=clone.name,
+                        check=check,
+                        wanted=wanted,
+                        found=found,
+                    )
+                )
 
     def _protect(self, clone: Clone, source: TableMetadata, snapshot_id: int) -> None:
         snapshot = source.snapshot(snapshot_id)
@@ -283,7 +308,7 @@ class Cloner:
                 )
             )
         self.execute(f"drop table if exists {clone.name.sql()}")  # never PURGE: shared files
-        _delete_tree(clone.location)
+        _delete_tree(clone.location, self.files.file_io())
         self._drop_tag(clone)
 
     def _drop_tag(self, clone: Clone) -> None:
@@ -298,13 +323,17 @@ class Cloner:
         )
 
 
-def _delete_tree(location: str) -> None:
-    """Delete a clone's own directory (a missing one is fine: the drop is idempotent)."""
+def _delete_tree(location: str, io: Any) -> None:
+    """Delete a clone's own directory (a missing one is fine: the drop is idempotent), through
+    the catalog's FileIO (``io``), so object storage is reached with the catalog's settings."""
     import pyarrow.fs as pafs
 
     if location.startswith("file:"):
         filesystem: pafs.FileSystem = pafs.LocalFileSystem()
         path = "/" + location.removeprefix("file:").lstrip("/")
+    elif hasattr(io, "fs_by_scheme"):  # pyiceberg's PyArrowFileIO
+        scheme, netloc, path = io.parse_location(location, io.properties)
+        filesystem = io.fs_by_scheme(scheme, netloc)
     else:
         filesystem, path = pafs.FileSystem.from_uri(location)
     with contextlib.suppress(FileNotFoundError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
@@ -19,6 +21,7 @@ from dbt.adapters.icetime.metadata.model import (
 )
 from dbt.adapters.icetime.metadata.names import TableName
 from dbt.adapters.icetime.metadata.readers import (
+    CatalogClient,
     FileAccess,
     MetadataReader,
     PyIcebergReader,
@@ -30,6 +33,10 @@ from dbt.adapters.icetime.metadata.readers import (
 logger = AdapterLogger("icetime")
 
 
+class DirectReader(MetadataReader, CatalogClient, Protocol):
+    """A reader that opens the catalog itself (pyiceberg on the database, or on REST)."""
+
+
 class FallbackReader:
     """pyiceberg first; Spark SQL when the client cannot open the catalog database at all.
 
@@ -37,7 +44,7 @@ class FallbackReader:
     and is raised as it is.
     """
 
-    def __init__(self, primary: PyIcebergReader, fallback: SparkSqlReader) -> None:
+    def __init__(self, primary: DirectReader, fallback: SparkSqlReader) -> None:
         self.primary = primary
         self.fallback = fallback
         self._use_fallback = False
@@ -45,7 +52,7 @@ class FallbackReader:
     def _reader(self) -> MetadataReader:
         if not self._use_fallback:
             try:
-                self.primary.database()
+                self.primary.open()
             except errors.CatalogError as exc:
                 logger.debug(f"reading metadata through Spark SQL instead: {exc}")
                 self._use_fallback = True
@@ -63,7 +70,7 @@ class FallbackReader:
     def view_sql(self, name: TableName) -> str:
         return self._reader().view_sql(name)
 
-    def direct(self) -> PyIcebergReader | None:
+    def direct(self) -> CatalogClient | None:
         """The pyiceberg reader, when this client can open the catalog itself."""
         self._reader()
         return None if self._use_fallback else self.primary
@@ -71,6 +78,8 @@ class FallbackReader:
 
 __all__ = [
     "MAIN_BRANCH",
+    "CatalogClient",
+    "DirectReader",
     "FallbackReader",
     "FileAccess",
     "Manifest",

@@ -53,9 +53,27 @@ class MetadataReader(Protocol):
         """The SQL an Iceberg view runs, as stored in its current version."""
         ...
 
-    def direct(self) -> PyIcebergReader | None:
-        """The catalog database, when this client can open it (listings and table files then
-        go there, without Spark); None when metadata goes through Spark SQL."""
+    def direct(self) -> CatalogClient | None:
+        """The catalog itself, when this client can open it (listings and table files then go
+        there, without Spark); None when metadata goes through Spark SQL."""
+        ...
+
+
+class CatalogClient(Protocol):
+    """A catalog this client opens itself (the JDBC catalog's database, or a REST server)."""
+
+    def open(self) -> None:
+        """Reach the catalog; raises ``CatalogError`` when it cannot be reached."""
+        ...
+
+    def relations(self, namespace: str) -> list[tuple[str, bool]]:
+        """Every table and view of ``namespace``, as (name, is_view); [] for no namespace."""
+        ...
+
+    def namespaces(self) -> list[str]: ...
+
+    def file_io(self) -> Any:
+        """pyiceberg's FileIO for the catalog's table files."""
         ...
 
 
@@ -207,6 +225,9 @@ class PyIcebergReader:
         with self._lock:
             return self._databases.setdefault(uri, database)
 
+    def open(self) -> None:
+        self.database()
+
     def _unreachable(self, exc: Exception) -> errors.CatalogError:
         return errors.CatalogError(
             errors.CATALOG_UNREACHABLE.format(
@@ -304,26 +325,31 @@ class PyIcebergReader:
 
     def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
         from pyiceberg.io import load_file_io
-        from pyiceberg.manifest import read_manifest_list
 
         metadata = self.table(name)
         snapshot = metadata.snapshot(snapshot_id)
         if snapshot is None:
             raise errors.MetadataError(f"Snapshot {snapshot_id} does not exist in {name}.")
-        io = load_file_io(self.properties, snapshot.manifest_list)
-        return tuple(
-            Manifest(
-                path=m.manifest_path,
-                length=m.manifest_length,
-                content=DATA_MANIFEST if int(m.content) == 0 else DELETE_MANIFEST,
-                partition_spec_id=m.partition_spec_id,
-                added_snapshot_id=m.added_snapshot_id,
-                added_files=m.added_files_count or 0,
-                existing_files=m.existing_files_count or 0,
-                deleted_files=m.deleted_files_count or 0,
-            )
-            for m in read_manifest_list(io.new_input(snapshot.manifest_list))
+        return read_manifest_list(load_file_io(self.properties, snapshot.manifest_list), snapshot)
+
+
+def read_manifest_list(io: Any, snapshot: Any) -> tuple[Manifest, ...]:
+    """The manifests a snapshot's manifest list names, read through ``io`` (pyiceberg FileIO)."""
+    from pyiceberg.manifest import read_manifest_list as read_list
+
+    return tuple(
+        Manifest(
+            path=m.manifest_path,
+            length=m.manifest_length,
+            content=DATA_MANIFEST if int(m.content) == 0 else DELETE_MANIFEST,
+            partition_spec_id=m.partition_spec_id,
+            added_snapshot_id=m.added_snapshot_id,
+            added_files=m.added_files_count or 0,
+            existing_files=m.existing_files_count or 0,
+            deleted_files=m.deleted_files_count or 0,
         )
+        for m in read_list(io.new_input(snapshot.manifest_list))
+    )
 
 
 class SparkSqlReader:

@@ -1,0 +1,161 @@
+"""Metadata from an Iceberg REST catalog, read with pyiceberg's ``RestCatalog``.
+
+A table load answers with the table's whole metadata document, so a lookup is one HTTP request:
+no metadata file is read and no Spark job runs. Table files (manifest lists, manifests) are read
+through pyiceberg's FileIO with the catalog's properties (``s3.endpoint``, keys, region).
+
+Fails closed: a missing table is ``TableNotFoundError``; anything else (the server down, a
+refused token) is a ``CatalogError``, never "no such table". No message carries a secret: the
+values of secret properties are masked wherever the server's or the client's text is shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from dbt.adapters.icetime import errors, secrets
+from dbt.adapters.icetime.metadata.model import Manifest, TableMetadata
+from dbt.adapters.icetime.metadata.names import TableName
+from dbt.adapters.icetime.metadata.parse import parse_metadata
+from dbt.adapters.icetime.metadata.readers import read_manifest_list, stored_view_sql
+
+
+class RestCatalogReader:
+    """Reads metadata from a REST catalog; also lists it and gives its FileIO."""
+
+    _catalogs: dict[tuple[tuple[str, str], ...], Any] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, catalog_name: str, properties: dict[str, str]) -> None:
+        self.catalog_name = catalog_name
+        self.properties = properties
+
+    # -- the catalog ----------------------------------------------------------------------------
+
+    def catalog(self) -> Any:
+        """pyiceberg's RestCatalog on the server, made once per process (making it asks the
+        server for its configuration and, with a credential, for a token)."""
+        key = (("name", self.catalog_name), *sorted(self.properties.items()))
+        with self._lock:
+            catalog = self._catalogs.get(key)
+            if catalog is None:
+                from pyiceberg.catalog.rest import RestCatalog
+
+                try:
+                    catalog = RestCatalog(self.catalog_name, **self.properties)
+                except Exception as exc:
+                    raise errors.CatalogError(
+                        errors.REST_UNREACHABLE.format(
+                            catalog=self.catalog_name,
+                            uri=self.properties.get("uri", "?"),
+                            reason=self.scrub(exc),
+                        )
+                    ) from exc
+                self._catalogs[key] = catalog
+            return catalog
+
+    def open(self) -> None:
+        self.catalog()
+
+    def direct(self) -> RestCatalogReader:
+        return self
+
+    def scrub(self, exc: BaseException | str) -> str:
+        """An error's text with every secret property's value masked."""
+        return secrets.scrub(str(exc).strip() or type(exc).__name__, self.properties)
+
+    def _failed(self, what: str, exc: Exception) -> errors.CatalogError:
+        return errors.CatalogError(
+            errors.REST_REQUEST_FAILED.format(
+                what=what, catalog=self.catalog_name, reason=self.scrub(exc)
+            )
+        )
+
+    # -- metadata -------------------------------------------------------------------------------
+
+    def _load(self, name: TableName) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        catalog = self.catalog()
+        try:
+            return catalog.load_table((name.namespace, name.name))
+        except NoSuchTableError as exc:
+            raise errors.TableNotFoundError(
+                errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
+            ) from exc
+        except Exception as exc:
+            raise self._failed(f"loading table {name}", exc) from exc
+
+    def document(self, name: TableName) -> tuple[str, bytes]:
+        table = self._load(name)
+        return str(table.metadata_location), table.metadata.model_dump_json().encode()
+
+    def table(self, name: TableName) -> TableMetadata:
+        location, document = self.document(name)
+        return parse_metadata(str(name), location, document)
+
+    def view_sql(self, name: TableName) -> str:
+        from pyiceberg.exceptions import NoSuchViewError
+
+        catalog = self.catalog()
+        try:
+            view = catalog.load_view((name.namespace, name.name))
+        except NoSuchViewError as exc:
+            raise errors.TableNotFoundError(
+                errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
+            ) from exc
+        except Exception as exc:
+            raise self._failed(f"loading view {name}", exc) from exc
+        location = str(getattr(view, "metadata_location", "") or name)
+        return stored_view_sql(name, location, view.metadata.model_dump_json().encode())
+
+    def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
+        metadata = self.table(name)
+        snapshot = metadata.snapshot(snapshot_id)
+        if snapshot is None:
+            raise errors.MetadataError(f"Snapshot {snapshot_id} does not exist in {name}.")
+        try:
+            return read_manifest_list(self.file_io(), snapshot)
+        except Exception as exc:
+            raise errors.MetadataError(
+                errors.METADATA_FILE_UNREADABLE.format(
+                    file=snapshot.manifest_list, reason=self.scrub(exc)
+                )
+            ) from exc
+
+    def file_io(self) -> Any:
+        from pyiceberg.io import load_file_io
+
+        return load_file_io(self.properties)
+
+    # -- listings -------------------------------------------------------------------------------
+
+    def relations(self, namespace: str) -> list[tuple[str, bool]]:
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
+        catalog = self.catalog()
+        try:
+            tables = catalog.list_tables(namespace)
+            views = catalog.list_views(namespace)
+        except NoSuchNamespaceError:
+            return []
+        except Exception as exc:
+            raise errors.CatalogError(
+                errors.LISTING_FROM_CATALOG_FAILED.format(
+                    what=f"namespace {namespace}", catalog=self.catalog_name, reason=self.scrub(exc)
+                )
+            ) from exc
+        return [(ident[-1], False) for ident in tables] + [(ident[-1], True) for ident in views]
+
+    def namespaces(self) -> list[str]:
+        catalog = self.catalog()
+        try:
+            found = catalog.list_namespaces()
+        except Exception as exc:
+            raise errors.CatalogError(
+                errors.LISTING_FROM_CATALOG_FAILED.format(
+                    what="its namespaces", catalog=self.catalog_name, reason=self.scrub(exc)
+                )
+            ) from exc
+        return sorted({ident[0] for ident in found if ident})

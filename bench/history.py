@@ -78,7 +78,7 @@ def main() -> None:
             listed = SnapshotFiles(reader.file_io()).of(reader.table(table), history[-1])
             files = len(listed)
             started = time.perf_counter()
-            assert not missing_files(listed)
+            assert not missing_files(listed, reader.file_io())
             checks.append((time.perf_counter() - started) * 1_000_000 / files)
         restore_medians[size] = sorted(times)[len(times) // 2]
         rows.append(measured(f"restore without the file check, {size:,} rows (s)", times, 3))

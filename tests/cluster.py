@@ -2,7 +2,9 @@
 
 ``Cluster.start`` starts, on 127.0.0.1 only:
 
-- a PostgreSQL server holding the Iceberg JDBC catalog (``tests.services.start_postgres``);
+- a PostgreSQL server holding the Iceberg JDBC catalog (``tests.services.start_postgres``), or,
+  with a ``Lakehouse`` (``tests/lakehouse.py``), that lakehouse's REST catalog, the workers
+  sharing the tables' files through its S3 server instead of a local directory;
 - a Spark master and workers (``spark-class`` from the pyspark distribution);
 - a Spark Thrift Server (``HiveThriftServer2``, shipped in pyspark's jars) attached to the master,
   with the Iceberg runtime, its SQL extensions and the PostgreSQL catalog as default catalog,
@@ -35,6 +37,7 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import resolve_settings
+from tests.lakehouse import Lakehouse
 from tests.services import PostgresServer, free_port, start_postgres, stop_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,8 +97,16 @@ class ClusterState:
 class Cluster:
     """PostgreSQL + Spark master + workers + Thrift Server, started and stopped together."""
 
-    def __init__(self, directory: Path, workers: int = 2, java_options: str = "") -> None:
+    def __init__(
+        self,
+        directory: Path,
+        workers: int = 2,
+        java_options: str = "",
+        lake: Lakehouse | None = None,
+    ) -> None:
         self.directory = directory.resolve()
+        # The REST catalog and S3 storage of the cluster's tables (None: PostgreSQL, local files).
+        self.lake = lake
         self.worker_count = workers
         # Extra options for every JVM of the cluster (the tests' compiler settings, say).
         self.java_options = java_options
@@ -141,7 +152,9 @@ class Cluster:
             "threads": 1,
             "catalog": CATALOG,
         }
-        if client_catalog:
+        if client_catalog and self.lake is not None:
+            profile.update(self._lake_catalog())
+        elif client_catalog:
             pg = self.postgres
             profile.update(
                 catalog_type="postgres",
@@ -162,12 +175,13 @@ class Cluster:
             )
         self.warehouse.mkdir(exist_ok=True)
         try:
-            # PostgreSQL runs as its own user under root: its directory must be reachable.
-            base = Path(tempfile.mkdtemp(prefix="icetime-cluster-pg-"))
-            self.state.postgres_base = str(base)
-            self.state.save()
-            self.state.postgres = asdict(start_postgres(base))
-            self.state.save()
+            if self.lake is None:
+                # PostgreSQL runs as its own user under root: its directory must be reachable.
+                base = Path(tempfile.mkdtemp(prefix="icetime-cluster-pg-"))
+                self.state.postgres_base = str(base)
+                self.state.save()
+                self.state.postgres = asdict(start_postgres(base))
+                self.state.save()
             self._start_master()
             for index in range(self.worker_count):
                 self.start_worker(index)
@@ -332,7 +346,32 @@ class Cluster:
                 self.sql(f"drop table if exists {quoted}.`{row[1]}`")
             self.sql(f"drop namespace if exists {quoted}")
 
+    def _lake_catalog(self) -> dict[str, Any]:
+        """Profile keys of the lakehouse's REST catalog, the S3 keys given explicitly (the
+        workers' executors read the tables' files with them)."""
+        assert self.lake is not None
+        keys = self.lake.profile(self.directory / "thrift")
+        properties = dict(keys["catalog_properties"])  # type: ignore[call-overload]
+        properties["s3.access-key-id"] = self.lake.access_key
+        properties["s3.secret-access-key"] = self.lake.secret_key
+        return {
+            "catalog_type": "rest",
+            "catalog_uri": keys["catalog_uri"],
+            "catalog_properties": properties,
+        }
+
     def _server_credentials(self) -> IcetimeCredentials:
+        if self.lake is not None:
+            return IcetimeCredentials.from_dict(
+                {
+                    "method": "session",
+                    "schema": "analytics",
+                    "catalog": CATALOG,
+                    **self._lake_catalog(),
+                    "icetime_dir": str(self.directory / "thrift"),
+                    "spark_master": self.master_url,
+                }
+            )
         pg = self.postgres
         return IcetimeCredentials.from_dict(
             {

@@ -28,18 +28,28 @@ CLUSTER_MODULES = ("test_integration.py", "test_cluster_reliability.py")
 CLUSTER_SCOPE = "cluster"
 
 
+# The integration module's deployments that are not the shared cluster: each a scope of its own
+# (the lakehouse cluster is a cluster of its own, started and stopped by its deployment).
+OWN_SCOPE_PARAMS = ("[embedded]", "[lakehouse]", "[cluster_lakehouse]")
+
+
+def own_scope_param(nodeid: str) -> str | None:
+    return next((param for param in OWN_SCOPE_PARAMS if param in nodeid), None)
+
+
 def uses_cluster(nodeid: str) -> bool:
-    """Whether a test runs through the cluster (the embedded runs of the integration module
-    do not: they form a scope of their own)."""
-    return nodeid.split("::")[0].endswith(CLUSTER_MODULES) and "[embedded]" not in nodeid
+    """Whether a test runs through the shared cluster (the integration module's other
+    deployments do not: each forms a scope of its own)."""
+    return nodeid.split("::")[0].endswith(CLUSTER_MODULES) and own_scope_param(nodeid) is None
 
 
 # The slowest scopes, longest first (seconds in one process, measured): the workers take them
 # first, and the many short ones fill in after (longest-processing-time-first scheduling).
 SLOWEST = (
     CLUSTER_SCOPE,  # ~500: the cluster's start and every test through it
+    "test_integration.py[cluster_lakehouse]",  # the demo through a cluster on REST + S3
     "test_integration.py[embedded]",  # ~270: the demo project end to end
-    "test_integration.py",  # the same on a REST catalog over S3 (the lakehouse deployment)
+    "test_integration.py[lakehouse]",  # the same on a REST catalog over S3
     "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes
@@ -64,7 +74,7 @@ def rank(nodeid: str) -> int:
     if uses_cluster(nodeid):
         return 0
     path = nodeid.split("::")[0]
-    key = path + "[embedded]" if "[embedded]" in nodeid else path
+    key = path + (own_scope_param(nodeid) or "")
     return next((i for i, slow in enumerate(SLOWEST) if key.endswith(slow)), len(SLOWEST))
 
 
@@ -97,7 +107,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             if uses_cluster(nodeid):
                 return CLUSTER_SCOPE
             scope = str(super()._split_scope(nodeid))
-            return f"{scope}[embedded]" if "[embedded]" in nodeid else scope
+            return scope + (own_scope_param(nodeid) or "")
 
     return ByScope(config, log)
 

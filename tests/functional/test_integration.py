@@ -9,7 +9,9 @@ registry). The module runs twice:
 - ``cluster_spark_sql``: the same cluster with `catalog_type: server`: a client that cannot open
   the catalog reads metadata through Spark SQL and table files straight from storage;
 - ``lakehouse``: `method: session` on an Iceberg REST catalog whose files live in S3, both
-  servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog reads back.
+  servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog reads back;
+- ``cluster_lakehouse``: `method: thrift` to a cluster of its own whose Thrift Server's catalog
+  is that REST catalog, its workers sharing the tables' files through S3.
 
 The checks read the tables back through pyiceberg on the deployment's own catalog: rows,
 snapshot ids, refs and properties, as a user would look at them.
@@ -31,7 +33,8 @@ import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
-from tests.lakehouse import Lakehouse
+from tests.jvm import FAST_START
+from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.lakehouse import write_profiles as write_lake_profiles
 from tests.support import pyiceberg_catalog, run_dbt_process
 
@@ -94,6 +97,7 @@ def utc_now() -> str:
         pytest.param("cluster", marks=pytest.mark.cluster),
         pytest.param("cluster_spark_sql", marks=pytest.mark.cluster),
         pytest.param("lakehouse", marks=pytest.mark.lakehouse),
+        pytest.param("cluster_lakehouse", marks=[pytest.mark.cluster, pytest.mark.lakehouse]),
     ],
 )
 def deployment(
@@ -107,12 +111,24 @@ def deployment(
         ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages"),
     )
     (project / "packages.yml").write_text(f"packages:\n  - local: {DEMO.parent}\n")
-    if request.param.startswith("cluster"):
+    if request.param == "cluster_lakehouse":
+        # A cluster of its own whose catalog is REST and whose workers share the tables'
+        # files through S3, on servers of its own (started and stopped here).
+        base = tmp_path_factory.mktemp("cluster_lakehouse")
+        lake = start_lakehouse(base / "servers")
+        request.addfinalizer(lambda: stop_lakehouse(lake))
+        lake_cluster = Cluster(base / "cluster", workers=2, java_options=FAST_START, lake=lake)
+        request.addfinalizer(lake_cluster.stop)
+        lake_cluster.start()
+        write_profiles(lake_cluster, project, DEMO_PROFILES)
+        profile = lake_cluster.profile("analytics")
+        env: dict[str, str] = {}
+    elif request.param.startswith("cluster"):
         cluster: Cluster = request.getfixturevalue("cluster")
         client_catalog = request.param == "cluster"
         write_profiles(cluster, project, DEMO_PROFILES, client_catalog)
         profile = cluster.profile("analytics")  # the checks read the catalog with pyiceberg
-        env: dict[str, str] = {}
+        env = {}
     elif request.param == "lakehouse":
         lake: Lakehouse = request.getfixturevalue("lakehouse")
         write_lake_profiles(project, project / ".icetime")
@@ -146,7 +162,7 @@ def deployment(
     # On a 40-row upstream `auto` rebuilds (cheaper); the demo forces the incremental side too.
     flow.outputs["second build"] = flow.dbt("build", "--vars", "{cdf_refresh: incremental}")
     yield flow
-    if request.param.startswith("cluster"):
+    if request.param in ("cluster", "cluster_spark_sql"):
         # The cluster (and its catalog) is shared: the next deployment starts from nothing.
         request.getfixturevalue("cluster").empty_catalog()
 

@@ -6,6 +6,8 @@
 // Usage: java -cp <runtime jar>:<aws jars>:<sqlite jar>:<this> RestCatalogServer PORT CLIENT_ID:SECRET
 //        key=value...   (the backing JdbcCatalog's properties: uri, warehouse, io-impl, s3.*)
 // Test hook: POST /test/conflicts with a number makes that many next table commits fail with 409.
+// A request that takes longer than REQUEST_TIMEOUT_S (its storage is down, and Iceberg's catalog
+// retries a metadata read for up to ten minutes) is answered 503 Service Unavailable.
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -22,7 +24,12 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -33,6 +40,7 @@ import org.apache.iceberg.exceptions.NoSuchNamespaceException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.exceptions.NoSuchViewException;
 import org.apache.iceberg.exceptions.NotAuthorizedException;
+import org.apache.iceberg.exceptions.ServiceUnavailableException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.jdbc.JdbcCatalog;
 import org.apache.iceberg.rest.CatalogHandlers;
@@ -57,6 +65,8 @@ public class RestCatalogServer {
   private final String clientSecret;
   private final Set<String> tokens = ConcurrentHashMap.newKeySet();
   private final AtomicInteger conflicts = new AtomicInteger();
+  private final ExecutorService work = Executors.newCachedThreadPool();
+  private static final long REQUEST_TIMEOUT_S = 10;
 
   RestCatalogServer(String credential, Map<String, String> properties) {
     String[] parts = credential.split(":", 2);
@@ -99,7 +109,21 @@ public class RestCatalogServer {
       if (auth == null || !tokens.contains(auth.replaceFirst("^Bearer ", ""))) {
         throw new NotAuthorizedException("Not authorized: a valid bearer token is required");
       }
-      Object response = route(method, path.split("/"), body, exchange);
+      Future<Object> pending = work.submit(() -> route(method, path.split("/"), body, exchange));
+      Object response;
+      try {
+        response = pending.get(REQUEST_TIMEOUT_S, TimeUnit.SECONDS);
+      } catch (TimeoutException e) {
+        pending.cancel(true);
+        throw new ServiceUnavailableException(
+            "%s %s took more than %d s (is the storage down?)", method, path, REQUEST_TIMEOUT_S);
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof Exception) {
+          throw (Exception) cause;
+        }
+        throw (Error) cause;
+      }
       reply(exchange, response == null ? 204 : 200, response);
     } catch (Exception | LinkageError e) {
       int code = status(e);
@@ -273,6 +297,9 @@ public class RestCatalogServer {
   private static int status(Throwable e) {
     if (e instanceof NotAuthorizedException) {
       return 401;
+    }
+    if (e instanceof ServiceUnavailableException) {
+      return 503;
     }
     if (e instanceof NoSuchTableException
         || e instanceof NoSuchNamespaceException

@@ -76,11 +76,11 @@ def choose_reader(
             "auto or spark when the catalog is the server's own "
             "(pyiceberg needs catalog_type sqlite, postgres or rest)",
         )
-    primary: PyIcebergReader | RestCatalogReader
     if settings.kind == "rest":
-        primary = RestCatalogReader(settings.name, properties)
-    else:
-        primary = PyIcebergReader(settings.name, properties)
+        # No fallback: Spark reaches the same server with the same settings, and its SQL
+        # reader would need Hadoop's S3 filesystem for the metadata files.
+        return RestCatalogReader(settings.name, properties)
+    primary = PyIcebergReader(settings.name, properties)
     if access == "auto":
         return FallbackReader(primary, readers.SparkSqlReader(run_sql))
     return primary

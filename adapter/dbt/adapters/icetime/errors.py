@@ -557,7 +557,7 @@ VIEW_METADATA_UNREADABLE = "Could not read the SQL of view {view} from {file}: {
 CURRENT_SCHEMA_MISSING = "{table}: its current schema {schema_id} is not in its metadata"
 CLONE_REGISTER_BROKEN = (
     "The Iceberg catalog '{catalog}' did not keep what it was given when registering clone "
-    "{clone}: {check} is {found!r}, expected {wanted!r}. Its register_table is not safe for "
+    "{clone}: {checks}. Its register_table is not safe for "
     "clones; icetime removed the clone and left the source as it was."
 )
 CLONE_SNAPSHOT_MISSING = "Cannot clone {table}: snapshot {snapshot} is not in its metadata"

@@ -3,23 +3,38 @@
 The process ends with ``os._exit`` (no cleanup, no Python exception handling), the way a killed
 worker or a lost machine ends a run. ``during_write`` arms a timer instead, so the kill lands
 while Spark is executing the data statement (after ``ICETIME_FAULT_DELAY_MS``, default 300).
+
+``ICETIME_FAULT=pause:<point>`` with ``ICETIME_FAULT_MARKER=<file>`` pauses there instead: the
+process creates the file and waits (up to a minute) until the test deletes it, so the test can
+stop a server at that exact point of the run and let the run go on against it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 
 BEFORE_WRITE = "before_write"
 DURING_WRITE = "during_write"
 AFTER_DATA_COMMIT = "after_data_commit"
 # After a model's build committed, before its build record is written (builds/session.py).
 BEFORE_BUILD_RECORD = "before_build_record"
+# After the janitor chose what to drop, before it drops anything (clones/operations.py).
+BEFORE_JANITOR_DROP = "before_janitor_drop"
 KILLED_EXIT_CODE = 137
 
 
+PAUSE = "pause:"
+PAUSE_LIMIT_S = 60.0
+
+
 def maybe_fail(point: str) -> None:
-    if os.environ.get("ICETIME_FAULT") != point:
+    fault = os.environ.get("ICETIME_FAULT")
+    if fault == PAUSE + point:
+        _pause(os.environ["ICETIME_FAULT_MARKER"])
+        return
+    if fault != point:
         return
     if point == DURING_WRITE:
         delay = int(os.environ.get("ICETIME_FAULT_DELAY_MS", "300")) / 1000
@@ -28,3 +43,11 @@ def maybe_fail(point: str) -> None:
         timer.start()
         return
     os._exit(KILLED_EXIT_CODE)
+
+
+def _pause(marker: str) -> None:
+    with open(marker, "w") as out:
+        out.write(str(os.getpid()))
+    deadline = time.monotonic() + PAUSE_LIMIT_S
+    while os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)

@@ -9,7 +9,7 @@ its table properties (see service.py), which is what the janitor trusts before d
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,14 +141,19 @@ class Records:
         ]
         return sorted(members, key=lambda m: (m.env, m.kind, m.clone))
 
-    def remove(self, env: str, clones: Iterable[str] | None = None) -> None:
-        """Delete an environment's rows (or some of them); a concurrent janitor may race us."""
+    def remove(self, env: str, members: Sequence[Member] | None = None) -> None:
+        """Delete an environment's rows (or those of ``members``, each by its name and the time
+        it was made: a row of the environment made again since is not theirs); a concurrent
+        janitor may race us."""
         condition = f"env = {sql_literal(env)}"
-        if clones is not None:
-            names = list(clones)
-            if not names:
+        if members is not None:
+            if not members:
                 return
-            condition += f" and clone in ({', '.join(sql_literal(c) for c in names)})"
+            rows = " or ".join(
+                f"(clone = {sql_literal(m.clone)} and created_at_ms = {int(m.created_ms)})"
+                for m in members
+            )
+            condition += f" and ({rows})"
 
         def delete() -> None:
             try:
@@ -318,7 +323,7 @@ class Environments:
             else:
                 outcome.dropped.append(member)
         for env in sorted({m.env for m in ordered}):
-            done = [m.clone for m in outcome.dropped if m.env == env]
+            done = [m for m in outcome.dropped if m.env == env]
             self.records.remove(env, done)
             if not any(m.env == env for m, _ in outcome.failed):
                 self._drop_empty_schemas(env, [m for m in ordered if m.env == env])

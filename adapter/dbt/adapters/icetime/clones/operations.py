@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dbt.adapters.icetime import args, errors
+from dbt.adapters.icetime import args, errors, faults
 from dbt.adapters.icetime.clones import environments as envs
 from dbt.adapters.icetime.clones import report, selection, spec
 from dbt.adapters.icetime.clones.environments import Environments, Records, SourceObject
@@ -118,6 +118,7 @@ class CloneOperations:
             return f"Would drop {len(due)} object(s):\n{listed}\n" + errors.DRY_RUN.format(
                 what="drop them"
             )
+        faults.maybe_fail(faults.BEFORE_JANITOR_DROP)
         outcome = self.environments.drop(due)
         if outcome.failed:
             raise errors.IcetimeError(envs.failures_message(outcome.failed))

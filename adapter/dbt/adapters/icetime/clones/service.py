@@ -34,6 +34,7 @@ from dbt.adapters.icetime.metadata import (
     TableMetadata,
     TableName,
 )
+from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.metadata.points import Point, format_ms
 from dbt.adapters.icetime.metadata.resolve import resolve
@@ -185,7 +186,9 @@ class Cloner:
             self._protect(clone, metadata, snapshot_id)
         path = f"{clone.location}/metadata/00000-{uuid.uuid4()}.metadata.json"
         try:
-            with files.new_output(path).create(overwrite=False) as out:
+            # A new file by its UUID: no existence check first (an S3 HEAD that some stores,
+            # such as S3 table buckets, refuse for keys not yet written).
+            with files.new_output(path).create(overwrite=True) as out:
                 out.write(orjson.dumps(document))
             self.execute(
                 system.call(
@@ -193,11 +196,25 @@ class Cloner:
                 )
             )
             self._verify_registered(clone, table_uuid)
-        except BaseException:
-            self._drop_tag(clone)
-            _delete_tree(clone.location, files)
+        except BaseException as exc:
+            self._undo_clone(clone, files, path, exc)
             raise
         return clone
+
+    def _undo_clone(self, clone: Clone, files: Any, path: str, cause: BaseException) -> None:
+        """Take back a clone that failed: its protective tag, the metadata file written for it,
+        its directory. A step that fails is noted on ``cause`` (which is what is raised): it
+        never hides why the clone failed."""
+        steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("drop its tag", lambda: self._drop_tag(clone)),
+            ("delete its metadata file", lambda: _delete_file(path, files)),
+            ("delete its directory", lambda: _delete_tree(clone.location, files)),
+        )
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:
+                cause.add_note(f"(cleaning up clone {clone.name}: could not {what}: {exc})")
 
     def _verify_registered(self, clone: Clone, table_uuid: str) -> None:
         """Check the catalog registered the document it was given: a catalog whose
@@ -209,18 +226,20 @@ class Cloner:
             ("the current snapshot", clone.snapshot_id, registered.current_snapshot_id),
             ("the table's location", clone.location, registered.location.rstrip("/")),
         )
-        for check, wanted, found in checks:
-            if wanted != found:
-                self.execute(f"drop table if exists {clone.name.sql()}")
-                raise errors.CatalogError(
-                    errors.CLONE_REGISTER_BROKEN.format(
-                        catalog=self.catalog or "the server's catalog",
-                        clone=clone.name,
-                        check=check,
-                        wanted=wanted,
-                        found=found,
-                    )
+        failed = [
+            f"{check} is {found!r}, expected {wanted!r}"
+            for check, wanted, found in checks
+            if wanted != found
+        ]
+        if failed:
+            self.execute(f"drop table if exists {clone.name.sql()}")
+            raise errors.CatalogError(
+                errors.CLONE_REGISTER_BROKEN.format(
+                    catalog=self.catalog or "the server's catalog",
+                    clone=clone.name,
+                    checks="; ".join(failed),
                 )
+            )
 
     def _protect(self, clone: Clone, source: TableMetadata, snapshot_id: int) -> None:
         snapshot = source.snapshot(snapshot_id)
@@ -323,18 +342,14 @@ class Cloner:
         )
 
 
+def _delete_file(path: str, io: Any) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        io.delete(path)
+
+
 def _delete_tree(location: str, io: Any) -> None:
     """Delete a clone's own directory (a missing one is fine: the drop is idempotent), through
     the catalog's FileIO (``io``), so object storage is reached with the catalog's settings."""
-    import pyarrow.fs as pafs
-
-    if location.startswith("file:"):
-        filesystem: pafs.FileSystem = pafs.LocalFileSystem()
-        path = "/" + location.removeprefix("file:").lstrip("/")
-    elif hasattr(io, "fs_by_scheme"):  # pyiceberg's PyArrowFileIO
-        scheme, netloc, path = io.parse_location(location, io.properties)
-        filesystem = io.fs_by_scheme(scheme, netloc)
-    else:
-        filesystem, path = pafs.FileSystem.from_uri(location)
+    filesystem, path = filesystem_for(io, location)
     with contextlib.suppress(FileNotFoundError):
         filesystem.delete_dir(path)

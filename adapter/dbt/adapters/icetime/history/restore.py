@@ -67,7 +67,7 @@ class Restorer:
         after = self.files.of(metadata, target.snapshot_id)
         before = self.files.of(metadata, current)
         started = self.clock()
-        missing = missing_files(after)
+        missing = missing_files(after, self.files.io)
         checked_in = self.clock() - started
         if missing:
             listed = "\n".join(f"  - {path}" for path in missing[:MISSING_LISTED])

@@ -37,27 +37,34 @@ class SnapshotFiles:
         return files
 
 
-def missing_files(paths: Iterable[str]) -> list[str]:
-    """The paths that do not exist (one batched listing per file system)."""
+def filesystem_for(io: Any, location: str) -> tuple[Any, str]:
+    """The pyarrow file system and path of ``location``, reached with ``io``'s settings (the
+    catalog's ``s3.endpoint``, keys, region) when ``io`` is pyiceberg's PyArrowFileIO."""
     import pyarrow.fs as pafs
 
-    local: list[str] = []
-    remote: dict[str, list[str]] = {}
+    if location.startswith("file:") or location.startswith("/"):
+        return pafs.LocalFileSystem(), "/" + location.removeprefix("file:").lstrip("/")
+    if hasattr(io, "fs_by_scheme"):
+        scheme, netloc, path = io.parse_location(location, io.properties)
+        return io.fs_by_scheme(scheme, netloc), str(path)
+    filesystem, path = pafs.FileSystem.from_uri(location)
+    return filesystem, path
+
+
+def missing_files(paths: Iterable[str], io: Any) -> list[str]:
+    """The paths that do not exist (one batched listing per file system), looked up with
+    ``io``'s storage settings."""
+    import pyarrow.fs as pafs
+
+    groups: dict[str, list[str]] = {}
     for path in paths:
-        if path.startswith("file:") or path.startswith("/"):
-            local.append(path)
-        else:
-            remote.setdefault(path.split("://", 1)[0], []).append(path)
+        local = path.startswith("file:") or path.startswith("/")
+        # one file system per scheme and bucket: "s3://bucket"
+        groups.setdefault("file" if local else "/".join(path.split("/", 3)[:3]), []).append(path)
     missing: list[str] = []
-    if local:
-        filesystem = pafs.LocalFileSystem()
-        infos = filesystem.get_file_info(["/" + p.removeprefix("file:").lstrip("/") for p in local])
-        missing += [
-            p for p, info in zip(local, infos, strict=True) if info.type == pafs.FileType.NotFound
-        ]
-    for group in remote.values():
-        filesystem, _ = pafs.FileSystem.from_uri(group[0])
-        infos = filesystem.get_file_info([pafs.FileSystem.from_uri(p)[1] for p in group])
+    for group in groups.values():
+        filesystem, _ = filesystem_for(io, group[0])
+        infos = filesystem.get_file_info([filesystem_for(io, p)[1] for p in group])
         missing += [
             p for p, info in zip(group, infos, strict=True) if info.type == pafs.FileType.NotFound
         ]

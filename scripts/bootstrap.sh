@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything icetime needs on a fresh machine, idempotently:
-#   - a virtual environment in .venv with icetime and its pinned dependencies;
+#   - a virtual environment in .venv with icetime and its pinned dependencies (and the AWS SDK
+#     jars for S3 storage, in .venv/share/icetime/aws-jars);
 #   - the Debian JDBC jars the Iceberg catalog needs (installed with apt-get when running as
 #     root, otherwise a message saying what to install).
 # Usage: scripts/bootstrap.sh [--with-postgres]   (--with-postgres: also the PostgreSQL server
@@ -20,6 +21,9 @@ debian_packages=()
 [ -f /usr/share/java/sqlite-jdbc.jar ] || debian_packages+=(libxerial-sqlite-jdbc-java)
 command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] \
   || debian_packages+=(openjdk-17-jre-headless)
+# javac compiles the REST catalog server the lakehouse tests and demo start (tests/servers/).
+command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] \
+  || debian_packages+=(openjdk-17-jdk-headless)
 if [ "${1:-}" = "--with-postgres" ]; then
   [ -f /usr/share/java/postgresql.jar ] || debian_packages+=(libpostgresql-jdbc-java)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgresql)

@@ -37,7 +37,7 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import resolve_settings
-from tests.lakehouse import Lakehouse
+from tests.lakehouse import DEMO_PROFILES, Lakehouse
 from tests.services import PostgresServer, free_port, start_postgres, stop_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,17 +438,6 @@ def write_profiles(
     path = directory / "profiles.yml"
     path.write_text(yaml.safe_dump(document))
     return path
-
-
-# The demo project's profile and targets (integration_tests/profiles.yml), on the cluster.
-DEMO_PROFILES = {
-    "icetime_demo": {
-        "dev": "analytics",
-        "replay": "analytics_replay",
-        "pr_42": "analytics__pr_42",
-        "pr_43": "analytics__pr_43",
-    }
-}
 
 
 def _terminate(pid: int, sig: signal.Signals = signal.SIGTERM, timeout: float = 30.0) -> None:

@@ -74,18 +74,20 @@ class RestCatalogReader:
 
     # -- metadata -------------------------------------------------------------------------------
 
-    def _load(self, name: TableName) -> Any:
-        from pyiceberg.exceptions import NoSuchTableError
+    def _load(self, name: TableName, kind: str = "table") -> Any:
+        """The table (or view) ``name`` as pyiceberg loads it: one request to the server."""
+        from pyiceberg.exceptions import NoSuchTableError, NoSuchViewError
 
         catalog = self.catalog()
+        load = catalog.load_view if kind == "view" else catalog.load_table
         try:
-            return catalog.load_table((name.namespace, name.name))
-        except NoSuchTableError as exc:
+            return load((name.namespace, name.name))
+        except (NoSuchTableError, NoSuchViewError) as exc:
             raise errors.TableNotFoundError(
                 errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
             ) from exc
         except Exception as exc:
-            raise self._failed(f"loading table {name}", exc) from exc
+            raise self._failed(f"loading {kind} {name}", exc) from exc
 
     def document(self, name: TableName) -> tuple[str, bytes]:
         table = self._load(name)
@@ -96,17 +98,7 @@ class RestCatalogReader:
         return parse_metadata(str(name), location, document)
 
     def view_sql(self, name: TableName) -> str:
-        from pyiceberg.exceptions import NoSuchViewError
-
-        catalog = self.catalog()
-        try:
-            view = catalog.load_view((name.namespace, name.name))
-        except NoSuchViewError as exc:
-            raise errors.TableNotFoundError(
-                errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
-            ) from exc
-        except Exception as exc:
-            raise self._failed(f"loading view {name}", exc) from exc
+        view = self._load(name, "view")
         location = str(getattr(view, "metadata_location", "") or name)
         return stored_view_sql(name, location, view.metadata.model_dump_json().encode())
 

@@ -150,6 +150,10 @@ def test_an_s3_warehouse_on_a_jdbc_catalog_uses_s3_file_io() -> None:
     embedded = resolve_settings(creds(warehouse="s3://lake/warehouse"))
     assert any("aws-jars" in jar for jar in embedded.jars)
     assert not any("aws-jars" in jar for jar in resolve_settings(creds()).jars)
+    # S3 settings beside a local warehouse: the jars come, the local files keep their FileIO.
+    local = CatalogSettings.from_credentials(creds(catalog_properties={"s3.endpoint": "http://x"}))
+    assert local.object_storage
+    assert "spark.sql.catalog.icetime.io-impl" not in local.spark_conf()
 
 
 @pytest.mark.parametrize(

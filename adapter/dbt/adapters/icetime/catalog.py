@@ -140,7 +140,7 @@ class CatalogSettings:
         if self.kind != "rest":
             # V1 adds the column that lets the JDBC catalog store Iceberg views.
             conf[f"{prefix}.jdbc.schema-version"] = "V1"
-            if self.object_storage:
+            if (self.warehouse or "").startswith(OBJECT_STORE_SCHEMES):
                 conf[f"{prefix}.io-impl"] = S3_FILE_IO
         if self.user is not None:
             conf[f"{prefix}.jdbc.user"] = self.user

@@ -25,6 +25,7 @@ import json
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -134,7 +135,7 @@ class LakeProject:
 
     def operation(self, macro: str, arguments: str) -> tuple[float, str]:
         started = time.perf_counter()
-        done = skip.subprocess.run(
+        done = subprocess.run(
             [skip.DBT, "run-operation", macro, "--args", arguments],
             cwd=self.root,
             env=self.project.env,

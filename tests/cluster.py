@@ -350,15 +350,8 @@ class Cluster:
         """Profile keys of the lakehouse's REST catalog, the S3 keys given explicitly (the
         workers' executors read the tables' files with them)."""
         assert self.lake is not None
-        keys = self.lake.profile(self.directory / "thrift")
-        properties = dict(keys["catalog_properties"])  # type: ignore[call-overload]
-        properties["s3.access-key-id"] = self.lake.access_key
-        properties["s3.secret-access-key"] = self.lake.secret_key
-        return {
-            "catalog_type": "rest",
-            "catalog_uri": keys["catalog_uri"],
-            "catalog_properties": properties,
-        }
+        keys = self.lake.profile(self.directory / "thrift", with_keys=True)
+        return {key: keys[key] for key in ("catalog_type", "catalog_uri", "catalog_properties")}
 
     def _server_credentials(self) -> IcetimeCredentials:
         if self.lake is not None:

@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tests.services import free_port
 
@@ -70,38 +71,40 @@ class Lakehouse:
             "ICETIME_S3_ENDPOINT": self.s3_endpoint,
         }
 
-    def profile(self, icetime_dir: Path, **overrides: object) -> dict[str, object]:
-        """The profile keys of an icetime target on this REST catalog (S3 keys from the
-        environment, as ``environment()`` sets them)."""
-        keys: dict[str, object] = {
+    def profile(
+        self, icetime_dir: Path, with_keys: bool = False, **overrides: Any
+    ) -> dict[str, Any]:
+        """The profile keys of an icetime target on this REST catalog: the S3 keys from the
+        environment, as ``environment()`` sets them, or, ``with_keys``, given as properties (a
+        test's own reads, a cluster's executors)."""
+        properties = {
+            "credential": self.credential,
+            "s3.endpoint": self.s3_endpoint,
+            "s3.path-style-access": "true",
+            "client.region": REGION,
+        }
+        if with_keys:
+            properties["s3.access-key-id"] = self.access_key
+            properties["s3.secret-access-key"] = self.secret_key
+        keys: dict[str, Any] = {
             "method": "session",
+            "schema": "analytics",
             "catalog_type": "rest",
             "catalog_uri": self.rest_uri,
-            "catalog_properties": {
-                "credential": self.credential,
-                "s3.endpoint": self.s3_endpoint,
-                "s3.path-style-access": "true",
-                "client.region": REGION,
-            },
+            "catalog_properties": properties,
             "icetime_dir": str(icetime_dir),
         }
         keys.update(overrides)
         return keys
 
-    def weed_profile(self, icetime_dir: Path) -> dict[str, object]:
-        """A target on SeaweedFS's own REST catalog (its register_table is broken)."""
-        return self.profile(
-            icetime_dir,
-            catalog_uri=self.weed_rest_uri,
-            warehouse=f"s3://{TABLE_BUCKET}/",
-            catalog_properties={
-                "credential": f"{self.access_key}:{self.secret_key}",
-                "view-endpoints-supported": "true",
-                "s3.endpoint": self.s3_endpoint,
-                "s3.path-style-access": "true",
-                "client.region": REGION,
-            },
-        )
+    def weed_profile(self, icetime_dir: Path, with_keys: bool = False) -> dict[str, Any]:
+        """A target on SeaweedFS's own REST catalog (its register_table is broken): the same
+        storage, another catalog, whose credential is the S3 access key."""
+        keys = self.profile(icetime_dir, with_keys, catalog_uri=self.weed_rest_uri)
+        keys["warehouse"] = f"s3://{TABLE_BUCKET}/"
+        keys["catalog_properties"]["credential"] = f"{self.access_key}:{self.secret_key}"
+        keys["catalog_properties"]["view-endpoints-supported"] = "true"
+        return keys
 
     def inject_conflicts(self, count: int) -> None:
         """Make the REST server answer the next ``count`` table commits with 409."""
@@ -109,6 +112,11 @@ class Lakehouse:
             f"{self.rest_uri}/test/conflicts", data=str(count).encode(), method="POST"
         )
         urllib.request.urlopen(request, timeout=10).close()
+
+    def pending_conflicts(self) -> int:
+        """How many injected 409s the REST server has not answered yet."""
+        with urllib.request.urlopen(f"{self.rest_uri}/test/conflicts", timeout=10) as answer:
+            return int(answer.read().decode())
 
     def s3_requests(self) -> dict[str, int]:
         """Requests the S3 server has answered so far, by type (GET, PUT, LIST, DELETE, ...),

@@ -134,12 +134,7 @@ def deployment(
         write_lake_profiles(project, project / ".icetime")
         env = lake.environment()
         # The checks' own pyiceberg reads, with the keys the dbt processes take from AWS_*.
-        profile = {"schema": "analytics", **lake.profile(project / ".icetime")}
-        profile["catalog_properties"] = {
-            **profile["catalog_properties"],
-            "s3.access-key-id": lake.access_key,
-            "s3.secret-access-key": lake.secret_key,
-        }
+        profile = lake.profile(project / ".icetime", with_keys=True)
     else:
         # The demo's own profiles.yml: the zero-config profile, catalog in <project>/.icetime.
         profile = {

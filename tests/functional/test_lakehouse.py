@@ -50,25 +50,15 @@ def dbt(lake: Lakehouse, project: Path, *args: str, ok: bool = True, **env: str)
     return result
 
 
-def reader_profile(lake: Lakehouse, profile: dict[str, Any]) -> dict[str, Any]:
-    """``profile`` with the S3 keys the dbt processes take from AWS_*, for this process's reads."""
-    properties = {
-        **profile["catalog_properties"],
-        "s3.access-key-id": lake.access_key,
-        "s3.secret-access-key": lake.secret_key,
-    }
-    return {**profile, "schema": "x", "catalog_properties": properties}
-
-
 def test_a_catalog_whose_register_table_drops_history_gets_no_clone(
     lakehouse: Lakehouse, tmp_path: Path
 ) -> None:
     # SeaweedFS 4.48's REST catalog registers a table without its snapshots.
-    profile = lakehouse.weed_profile(tmp_path / ".icetime")
+    profile = {**lakehouse.weed_profile(tmp_path / ".icetime"), "schema": "weedclone"}
     project = project_on(tmp_path, "weedclone", profile)
     dbt(lakehouse, project, "deps")
     dbt(lakehouse, project, "run")
-    catalog = pyiceberg_catalog(reader_profile(lakehouse, profile))
+    catalog = pyiceberg_catalog(lakehouse.weed_profile(tmp_path / ".icetime", with_keys=True))
     assert len(catalog.load_table(("weedclone", "events")).scan().to_arrow()) == 3
 
     result = dbt(
@@ -113,9 +103,7 @@ def test_secrets_never_leak_into_output_files_or_table_properties(
     for secret in secrets:
         assert not [text for text in outputs if secret in text]
         assert not [path for path in written if secret.encode() in path.read_bytes()]
-    catalog = pyiceberg_catalog(
-        reader_profile(lakehouse, {**lakehouse.profile(tmp_path / ".icetime")})
-    )
+    catalog = pyiceberg_catalog(lakehouse.profile(tmp_path / ".icetime", with_keys=True))
     for table in ("events", "events_latest"):
         stored = catalog.load_table(("leaks", table)).metadata.model_dump_json()
         assert not [secret for secret in secrets if secret in stored]
@@ -140,7 +128,7 @@ def test_a_catalog_that_refuses_is_a_clear_error_at_debug_and_at_the_first_comma
         assert f"could not open the Iceberg REST catalog 'icetime' at {uri}" in result.output
         assert "catalog_uri" in result.output
         assert secret not in result.output
-    catalog = pyiceberg_catalog(reader_profile(lakehouse, lakehouse.profile(tmp_path)))
+    catalog = pyiceberg_catalog(lakehouse.profile(tmp_path, with_keys=True))
     assert "refused" not in {ns[0] for ns in catalog.list_namespaces()}
 
 
@@ -159,13 +147,14 @@ def test_a_commit_conflict_during_a_cdf_run_is_retried_and_applied_once(
     project = project_on(tmp_path, "conflicts", profile, models)
     dbt(lakehouse, project, "deps")
     dbt(lakehouse, project, "run")
-    catalog = pyiceberg_catalog(reader_profile(lakehouse, lakehouse.profile(tmp_path)))
+    catalog = pyiceberg_catalog(lakehouse.profile(tmp_path, with_keys=True))
     before = catalog.load_table(("conflicts", "events_latest")).metadata.current_snapshot_id
     dbt(lakehouse, project, "run", "--select", "events", "--vars", "{n: 5}")
     # The server answers the CDF model's next commits with 409 Conflict: Iceberg's client
     # retries on the new metadata, and the changes are applied exactly once.
     lakehouse.inject_conflicts(2)
     dbt(lakehouse, project, "run", "--select", "events_latest")
+    assert lakehouse.pending_conflicts() == 0  # both conflicts were met, and retried
     target = catalog.load_table(("conflicts", "events_latest"))
     assert target.metadata.current_snapshot_id != before
     rows = sorted(
@@ -219,7 +208,7 @@ def test_janitors_on_a_rest_catalog_never_drop_a_live_environment(
     marker.unlink()
     output, _ = stale.communicate(timeout=600)
     assert stale.returncode == 0, output
-    catalog = pyiceberg_catalog(reader_profile(lakehouse, lakehouse.profile(tmp_path)))
+    catalog = pyiceberg_catalog(lakehouse.profile(tmp_path, with_keys=True))
     for i in "01":
         clone = catalog.load_table(("janitors__live", f"t{i}"))
         assert clone.scan().to_arrow().to_pylist() == [{"id": int(i)}]

@@ -91,13 +91,7 @@ def dbt(servers: Servers, project: Path, *args: str, **env: str) -> DbtResult:
 
 def catalog(servers: Servers) -> Any:
     lake = servers.lake
-    profile = {**lake.profile(Path(lake.base)), "schema": "x"}
-    profile["catalog_properties"] = {
-        **profile["catalog_properties"],  # type: ignore[dict-item]
-        "s3.access-key-id": lake.access_key,
-        "s3.secret-access-key": lake.secret_key,
-    }
-    return pyiceberg_catalog(profile)
+    return pyiceberg_catalog(lake.profile(Path(lake.base), with_keys=True))
 
 
 def paused_run(servers: Servers, project: Path, stop: Callable[[], None], *args: str) -> DbtResult:

@@ -5,7 +5,8 @@
 //
 // Usage: java -cp <runtime jar>:<aws jars>:<sqlite jar>:<this> RestCatalogServer PORT CLIENT_ID:SECRET
 //        key=value...   (the backing JdbcCatalog's properties: uri, warehouse, io-impl, s3.*)
-// Test hook: POST /test/conflicts with a number makes that many next table commits fail with 409.
+// Test hook: POST /test/conflicts with a number makes that many next table commits fail with 409;
+// GET /test/conflicts says how many are left.
 // A request that takes longer than REQUEST_TIMEOUT_S (its storage is down, and Iceberg's catalog
 // retries a metadata read for up to ten minutes) is answered 503 Service Unavailable.
 
@@ -97,8 +98,12 @@ public class RestCatalogServer {
       String path = exchange.getRequestURI().getRawPath();
       byte[] body = exchange.getRequestBody().readAllBytes();
       if (path.equals("/test/conflicts")) {
-        conflicts.set(Integer.parseInt(new String(body, StandardCharsets.UTF_8).trim()));
-        reply(exchange, 204, null);
+        if (method.equals("POST")) {
+          conflicts.set(Integer.parseInt(new String(body, StandardCharsets.UTF_8).trim()));
+          reply(exchange, 204, null);
+        } else {
+          reply(exchange, 200, conflicts.get());
+        }
         return;
       }
       if (path.equals("/v1/oauth/tokens")) {

@@ -28,9 +28,16 @@ CLUSTER_MODULES = ("test_integration.py", "test_cluster_reliability.py")
 CLUSTER_SCOPE = "cluster"
 
 
-# The integration module's deployments that are not the shared cluster: each a scope of its own
-# (the lakehouse cluster is a cluster of its own, started and stopped by its deployment).
-OWN_SCOPE_PARAMS = ("[embedded]", "[lakehouse]", "[cluster_lakehouse]")
+# Parameters that make a scope of their own: the integration module's deployments that are not
+# the shared cluster (the lakehouse cluster is a cluster of its own, started and stopped by its
+# deployment), and the lakehouse lanes of the in-process suites.
+OWN_SCOPE_PARAMS = (
+    "[embedded]",
+    "[lakehouse]",
+    "[cluster_lakehouse]",
+    "[rest_conformance]",
+    "[rest_cdf_property]",
+)
 
 
 def own_scope_param(nodeid: str) -> str | None:
@@ -50,6 +57,8 @@ SLOWEST = (
     "test_integration.py[cluster_lakehouse]",  # the demo through a cluster on REST + S3
     "test_integration.py[embedded]",  # ~270: the demo project end to end
     "test_integration.py[lakehouse]",  # the same on a REST catalog over S3
+    "test_lakehouse_suites.py[rest_cdf_property]",  # ~330: the CDF property test on REST
+    "test_lakehouse_suites.py[rest_conformance]",  # ~150: dbt's basic and incremental classes
     "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes

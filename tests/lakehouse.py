@@ -38,6 +38,7 @@ SERVER_SOURCE = ROOT / "tests" / "servers" / "RestCatalogServer.java"
 REGION = "us-east-1"
 BUCKET = "lake"
 TABLE_BUCKET = "tables"
+WAREHOUSE = "lake"  # the REST server's warehouse, by name
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class Lakehouse:
             "schema": "analytics",
             "catalog_type": "rest",
             "catalog_uri": self.rest_uri,
+            "warehouse": WAREHOUSE,
             "catalog_properties": properties,
             "icetime_dir": str(icetime_dir),
         }
@@ -164,6 +166,7 @@ def profile_keys(icetime_dir: Path) -> dict[str, object]:
         "method": "session",
         "catalog_type": "rest",
         "catalog_uri": "{{ env_var('ICETIME_REST_URI') }}",
+        "warehouse": WAREHOUSE,
         "catalog_properties": {
             "credential": "{{ env_var('ICETIME_REST_CREDENTIAL') }}",
             "s3.endpoint": "{{ env_var('ICETIME_S3_ENDPOINT') }}",
@@ -346,6 +349,7 @@ def start_rest(
         "uri": f"jdbc:sqlite:{data / 'catalog.db'}?journal_mode=WAL&busy_timeout=30000",
         "jdbc.schema-version": "V1",
         "warehouse": f"s3://{BUCKET}/warehouse",
+        "rest.warehouse-name": WAREHOUSE,
         "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         "s3.endpoint": s3_endpoint,
         "s3.path-style-access": "true",

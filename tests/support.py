@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # -- dbt projects and processes ----------------------------------------------------------------
 
 DBT = str(Path(sys.executable).with_name("dbt"))
+# The catalog keys (JSON) that replace the zero-config catalog in ``profile_target``: set for a
+# run of the in-process suites on another catalog (test_lakehouse.py's REST lane).
+CATALOG_ENV = "ICETIME_TEST_CATALOG"
 
 
 @dataclass
@@ -171,6 +174,8 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
     # The JVM's own options come from SPARK_SUBMIT_OPTS (tests/jvm.py, set by conftest.py);
     # these replace only the adapter's default driver options, so its log configuration stays.
     java_options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+    # A run of in-process suites on another catalog (test_lakehouse.py's REST lane): its keys.
+    catalog = json.loads(os.environ.get(CATALOG_ENV, "{}"))
     return {
         "type": "icetime",
         "method": "session",
@@ -180,6 +185,7 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
         "user": "icetime",
         "threads": 1,
         "spark_conf": {"spark.driver.extraJavaOptions": java_options},
+        **catalog,
         **overrides,
     }
 

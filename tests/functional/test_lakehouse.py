@@ -109,7 +109,7 @@ def test_secrets_never_leak_into_output_files_or_table_properties(
         assert not [secret for secret in secrets if secret in stored]
 
 
-@pytest.mark.parametrize("case", ["unreachable", "wrong credential"])
+@pytest.mark.parametrize("case", ["unreachable", "wrong credential", "unknown warehouse"])
 def test_a_catalog_that_refuses_is_a_clear_error_at_debug_and_at_the_first_command(
     lakehouse: Lakehouse, tmp_path: Path, case: str
 ) -> None:
@@ -117,16 +117,22 @@ def test_a_catalog_that_refuses_is_a_clear_error_at_debug_and_at_the_first_comma
     profile = {**profile_keys(tmp_path / ".icetime"), "schema": "refused"}
     env = {"ICETIME_REST_CREDENTIAL": f"{lakehouse.client_id}:{secret}"}
     uri = lakehouse.rest_uri
+    expected = ["catalog_uri", "warehouse 'lake'"]
     if case == "unreachable":
         uri = f"http://127.0.0.1:{free_port()}"
         env = {"ICETIME_REST_URI": uri}
+    elif case == "unknown warehouse":
+        profile["warehouse"] = "no_such_lake"
+        env = {}
+        expected = ["warehouse 'no_such_lake'", "keys catalog_uri, warehouse", "does not exist"]
     project = project_on(tmp_path, "refused", profile)
     dbt(lakehouse, project, "deps")
     for command in (["debug"], ["run"]):
         result = dbt(lakehouse, project, *command, ok=False, **env)
         assert result.returncode != 0, result.output[-2000:]
         assert f"could not open the Iceberg REST catalog 'icetime' at {uri}" in result.output
-        assert "catalog_uri" in result.output
+        for text in expected:
+            assert text in result.output, result.output[-2000:]
         assert secret not in result.output
     catalog = pyiceberg_catalog(lakehouse.profile(tmp_path, with_keys=True))
     assert "refused" not in {ns[0] for ns in catalog.list_namespaces()}
@@ -231,3 +237,35 @@ def test_janitors_on_a_rest_catalog_never_drop_a_live_environment(
     for i in "01":
         source = catalog.load_table(("janitors", f"t{i}"))
         assert list(source.metadata.refs) == ["main"]
+
+
+def test_a_missing_bucket_is_a_clear_error_at_debug_and_at_the_first_command(
+    lakehouse: Lakehouse, tmp_path: Path
+) -> None:
+    # An s3:// warehouse on the zero-config SQLite catalog, in a bucket that does not exist.
+    warehouse = "s3://no-such-bucket/warehouse"
+    profile = {
+        "type": "icetime",
+        "method": "session",
+        "schema": "nobucket",
+        "icetime_dir": str(tmp_path / ".icetime"),
+        "warehouse": warehouse,
+        "catalog_properties": {
+            "s3.endpoint": lakehouse.s3_endpoint,
+            "s3.path-style-access": "true",
+            "client.region": "us-east-1",
+        },
+    }
+    project = project_on(tmp_path, "nobucket", profile)
+    dbt(lakehouse, project, "deps")
+    for command in (["debug"], ["run"]):
+        result = dbt(lakehouse, project, *command, ok=False)
+        assert result.returncode != 0, result.output[-2000:]
+        assert (
+            f"The bucket 'no-such-bucket' of warehouse '{warehouse}' (profile key warehouse) "
+            f"does not exist at {lakehouse.s3_endpoint}"
+        ) in result.output, result.output[-2000:]
+        assert lakehouse.secret_key not in result.output
+    # Nothing was written: no table in the catalog, no object in the store.
+    catalog = pyiceberg_catalog({**profile, "catalog_properties": {}})
+    assert "nobucket" not in {ns[0] for ns in catalog.list_namespaces()}

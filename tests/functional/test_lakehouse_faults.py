@@ -173,3 +173,27 @@ def test_a_wrong_s3_key_is_refused_without_echoing_it(servers: Servers, tmp_path
     lake = catalog(servers)
     if "wrong_key" in {ns[0] for ns in lake.list_namespaces()}:
         assert ("wrong_key", "events") not in {tuple(i) for i in lake.list_tables("wrong_key")}
+
+
+def test_a_cdf_run_killed_after_its_data_commit_applies_its_changes_once(
+    servers: Servers, tmp_path: Path
+) -> None:
+    # Killed between the data commit and the watermark: the hardest point (the rows are in,
+    # the run's record of them is not). The next run recovers from the target's own history.
+    project = make_project(servers, tmp_path, "killed")
+    dbt(servers, project, "run", "--select", "events", "--vars", "{n: 5}")
+    killed = run_dbt_process(
+        project,
+        "run",
+        "--select",
+        "events_latest",
+        env={**servers.lake.environment(), "ICETIME_FAULT": "after_data_commit"},
+    )
+    assert killed.returncode == 137, killed.output[-3000:]
+    assert rows(servers, "killed") == [(1, "a"), (2, "b"), (3, "c"), (4, "n4"), (5, "n5")]
+    for _ in range(2):  # the recovery run, then an idle one: nothing doubled
+        dbt(servers, project, "run", "--select", "events_latest")
+        assert rows(servers, "killed") == [(1, "a"), (2, "b"), (3, "c"), (4, "n4"), (5, "n5")]
+    dbt(servers, project, "run", "--vars", "{n: 6}")
+    assert rows(servers, "killed")[-2:] == [(5, "n5"), (6, "n6")]
+    assert len(rows(servers, "killed")) == 6

@@ -4,7 +4,8 @@
 // register_table, and a 409 on a commit conflict.
 //
 // Usage: java -cp <runtime jar>:<aws jars>:<sqlite jar>:<this> RestCatalogServer PORT CLIENT_ID:SECRET
-//        key=value...   (the backing JdbcCatalog's properties: uri, warehouse, io-impl, s3.*)
+//        key=value...   (the backing JdbcCatalog's properties: uri, warehouse, io-impl, s3.*;
+//                        and rest.warehouse-name, the name clients may give as their warehouse)
 // Test hook: POST /test/conflicts with a number makes that many next table commits fail with 409;
 // GET /test/conflicts says how many are left.
 // A request that takes longer than REQUEST_TIMEOUT_S (its storage is down, and Iceberg's catalog
@@ -40,6 +41,7 @@ import org.apache.iceberg.exceptions.NamespaceNotEmptyException;
 import org.apache.iceberg.exceptions.NoSuchNamespaceException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.exceptions.NoSuchViewException;
+import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.exceptions.NotAuthorizedException;
 import org.apache.iceberg.exceptions.ServiceUnavailableException;
 import org.apache.iceberg.exceptions.ValidationException;
@@ -64,6 +66,9 @@ public class RestCatalogServer {
   private final ObjectMapper json = restMapper();
   private final String clientId;
   private final String clientSecret;
+  // The warehouse a client may ask for at /v1/config, by name or location (like Polaris and
+  // Lakekeeper, which answer an unknown one with 404).
+  private final Set<String> warehouses;
   private final Set<String> tokens = ConcurrentHashMap.newKeySet();
   private final AtomicInteger conflicts = new AtomicInteger();
   private final ExecutorService work = Executors.newCachedThreadPool();
@@ -73,6 +78,7 @@ public class RestCatalogServer {
     String[] parts = credential.split(":", 2);
     this.clientId = parts[0];
     this.clientSecret = parts[1];
+    this.warehouses = Set.of(properties.get("rest.warehouse-name"), properties.get("warehouse"));
     catalog.setConf(new org.apache.hadoop.conf.Configuration());
     catalog.initialize("rest_backing", properties);
   }
@@ -169,6 +175,10 @@ public class RestCatalogServer {
     // p[0] is "", p[1] is "v1".
     int n = p.length;
     if (n == 3 && p[2].equals("config")) {
+      String wanted = query(exchange, "warehouse");
+      if (wanted != null && !warehouses.contains(wanted)) {
+        throw new NotFoundException("Warehouse '%s' does not exist in this catalog", wanted);
+      }
       return ConfigResponse.builder().withEndpoints(endpoints()).build();
     }
     if (n == 4 && p[2].equals("tables") && p[3].equals("rename")) {
@@ -307,6 +317,7 @@ public class RestCatalogServer {
       return 503;
     }
     if (e instanceof NoSuchTableException
+        || e instanceof NotFoundException
         || e instanceof NoSuchNamespaceException
         || e instanceof NoSuchViewException) {
       return 404;

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime import errors, secrets
+from dbt.adapters.icetime.catalog import OBJECT_STORE_SCHEMES, CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
             )
     for directory in _local_dirs(settings.catalog):
         _check_writable(directory)
+    _check_bucket(settings.catalog)
     if settings.catalog.sqlite_path:
         _check_sqlite_unlocked(settings.catalog.sqlite_path)
     if settings.catalog.kind == "rest":
@@ -177,6 +179,32 @@ def _check_rest_catalog(catalog: CatalogSettings) -> None:
     properties = catalog.pyiceberg_properties()
     if properties is not None:
         RestCatalogReader(catalog.name, properties).open()
+
+
+def _check_bucket(catalog: CatalogSettings) -> None:
+    """An object-storage warehouse's bucket exists: a missing one is a clear error naming the
+    profile key, before any statement (Iceberg's own error comes at the first write, as a Java
+    stack trace). A bucket that cannot be checked (no such endpoint, a refused key) stops too."""
+    warehouse = catalog.warehouse or ""
+    if not warehouse.startswith(OBJECT_STORE_SCHEMES):
+        return
+    import pyarrow.fs as pafs
+    from pyiceberg.io import load_file_io
+
+    bucket = warehouse.split("://", 1)[1].split("/", 1)[0]
+    properties = catalog.file_io_properties()
+    endpoint = properties.get("s3.endpoint", "the default S3 endpoint")
+    shown = {"bucket": bucket, "warehouse": warehouse, "endpoint": endpoint}
+    try:
+        filesystem, _ = filesystem_for(load_file_io(properties, warehouse), warehouse)
+        found = filesystem.get_file_info(bucket).type
+    except Exception as exc:
+        reason = secrets.scrub(str(exc).strip() or type(exc).__name__, properties)
+        raise errors.EnvironmentSetupError(
+            errors.BUCKET_UNCHECKED.format(**shown, reason=reason)
+        ) from exc
+    if found == pafs.FileType.NotFound:
+        raise errors.EnvironmentSetupError(errors.BUCKET_MISSING.format(**shown))
 
 
 def _check_java() -> None:

@@ -149,8 +149,16 @@ CATALOG_UNREACHABLE = (
     "icetime could not open the database of the Iceberg catalog '{catalog}' at {uri}: {reason}"
 )
 REST_UNREACHABLE = (
-    "icetime could not open the Iceberg REST catalog '{catalog}' at {uri} (profile key "
-    "catalog_uri, with catalog_properties and warehouse): {reason}"
+    "icetime could not open the Iceberg REST catalog '{catalog}' at {uri}{warehouse} (profile "
+    "keys catalog_uri, warehouse and catalog_properties): {reason}"
+)
+BUCKET_MISSING = (
+    "The bucket '{bucket}' of warehouse '{warehouse}' (profile key warehouse) does not exist at "
+    "{endpoint}. Create it, or point warehouse at an existing bucket."
+)
+BUCKET_UNCHECKED = (
+    "Could not check the bucket '{bucket}' of warehouse '{warehouse}' (profile key warehouse) "
+    "at {endpoint}: {reason}"
 )
 REST_REQUEST_FAILED = "The Iceberg REST catalog '{catalog}' failed {what}: {reason}"
 LOOKUP_FAILED = "Could not look up {table} in the Iceberg catalog '{catalog}': {reason}"

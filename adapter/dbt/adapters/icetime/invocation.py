@@ -19,6 +19,7 @@ holds the few steps that join two of them.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -89,6 +90,9 @@ class Invocation:
             catalog=creds.database,
             warehouse=settings.warehouse_location if creds.is_embedded else None,
             sqlite_path=settings.sqlite_path,
+            local_staging=os.path.join(os.path.abspath(creds.icetime_dir), "staging")
+            if creds.is_embedded
+            else None,
             project_root=root,
             recorded_pins=str(self.pins_path),
             default_schema=creds.schema or "",

@@ -29,6 +29,10 @@ class Services:
     # The warehouse new tables go to when the catalog is icetime's own (None: the server's).
     warehouse: str | None
     sqlite_path: str | None
+    # A local directory for change rows staged as files when the tables' own directories are in
+    # object storage the Spark server reads only through Iceberg (the embedded session); None
+    # when the server is remote and could not read a file this client writes there.
+    local_staging: str | None
     project_root: str
     # The pins file dbt runs of this project write (target/icetime_pins.json).
     recorded_pins: str

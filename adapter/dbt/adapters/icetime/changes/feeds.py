@@ -77,7 +77,7 @@ class Feeds:
                 self._feeds[key] = feed
         return feed
 
-    def staged(self, feed: Feed, model: str, directory: str) -> StagedRows | None:
+    def staged(self, feed: Feed, model: str, directory: str | None) -> StagedRows | None:
         """The feed's staged rows (None: no row changed), read by the first model that asks."""
         with feed.lock:
             feed.users.append(model)

@@ -265,14 +265,17 @@ class StagedRows:
     column_list: str | None = None
 
 
-def stage(io: Any, directory: str, rows: ChangeRows) -> StagedRows:
+def stage(io: Any, directory: str | None, rows: ChangeRows) -> StagedRows:
     """The signed rows inline when they are few and plain, else written as Parquet under
-    ``directory``; columns renamed c0..cn."""
+    ``directory``; columns renamed c0..cn. With no directory, rows that cannot be inline are
+    not staged (neither ``path`` nor ``rows``)."""
     table = rows.table
     names = (*(f"c{i}" for i in range(table.num_columns - 2)), ORD, SIGN)
     inline = inline_rows(table)
     if inline is not None:
         return StagedRows(names, rows.deletes, rows.net_commits, rows=inline)
+    if directory is None:
+        return StagedRows(names, rows.deletes, rows.net_commits)
     import pyarrow.parquet as pq
 
     path = f"{directory.rstrip('/')}/{uuid.uuid4().hex}.parquet"

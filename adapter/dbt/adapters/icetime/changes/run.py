@@ -20,6 +20,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.catalog import OBJECT_STORE_SCHEMES
 from dbt.adapters.icetime.changes.cost import (
     FIXED_FULL_S,
     FIXED_INCREMENTAL_S,
@@ -120,6 +121,7 @@ class ChangeRun:
     full_refresh: bool
     execute: Callable[[str], object]
     feeds: Feeds
+    local_staging: str | None = None  # as Services.local_staging
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     full_reason: str | None = None
     # The rebuild is cdf_refresh: auto's choice (cheaper than reading the changes).
@@ -346,10 +348,17 @@ class ChangeRun:
                 f"{len(change_range.commits)} commit(s) read as whole snapshots"
             )
             return whole.pieces(change_range.commits)
-        directory = f"{self._staging_location(upstream)}/{STAGING_DIRECTORY}"
         started = time.perf_counter()
-        staged = self.feeds.staged(feed, self.node_id, directory)
+        staged = self.feeds.staged(feed, self.node_id, self._staging_directory(upstream))
         self.read_s += time.perf_counter() - started
+        if staged is not None and staged.path is None and staged.rows is None:
+            logger.info(
+                f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
+                "too many changed rows to write into the SQL, and the Spark server cannot read "
+                f"a file staged in object storage; {len(change_range.commits)} commit(s) read "
+                "as whole snapshots"
+            )
+            return whole.pieces(change_range.commits)
         pieces: list[Signed] = []
         if staged is not None and staged.path is not None:
             relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
@@ -370,11 +379,21 @@ class ChangeRun:
         )
         return pieces + whole.pieces(feed.plan.whole)
 
-    def _staging_location(self, upstream: Upstream) -> str:
-        """Where change rows are staged: the target's directory, or, for a history snapshot's
-        first run (no target yet), the source's; the files go when the invocation ends."""
+    def _staging_directory(self, upstream: Upstream) -> str | None:
+        """Where change rows are staged as a file the Spark server reads with its own
+        filesystem (the files go when the invocation ends).
+
+        On a filesystem: the target's directory, or, for a history snapshot's first run (no
+        target yet), the source's. In object storage the server reads table files only through
+        Iceberg's FileIO, not through Hadoop's (no S3A), so an embedded session stages in a local
+        directory, and a remote server has none (None: inline rows, or whole snapshots).
+        """
         table = self.target_metadata if self.target_metadata is not None else upstream.metadata
-        return table.location.rstrip("/")
+        location = table.location.rstrip("/")
+        if location.startswith(OBJECT_STORE_SCHEMES):
+            staging = self.local_staging
+            return None if staging is None else f"{staging}/{STAGING_DIRECTORY}"
+        return f"{location}/{STAGING_DIRECTORY}"
 
     def describe(self) -> dict[str, Any]:
         """What the materialization needs to know, as plain values for Jinja."""

@@ -80,6 +80,7 @@ class ChangeRuns(Hook):
             full_refresh=full_refresh,
             execute=self.services.execute,
             feeds=self.feeds,
+            local_staging=self.services.local_staging,
             **extra,
         )
         self._runs[run.node_id] = run

@@ -1,8 +1,9 @@
 """Metadata from an Iceberg REST catalog, read with pyiceberg's ``RestCatalog``.
 
-A table load answers with the table's whole metadata document, so a lookup is one HTTP request:
-no metadata file is read and no Spark job runs. Table files (manifest lists, manifests) are read
-through pyiceberg's FileIO with the catalog's properties (``s3.endpoint``, keys, region).
+A table load answers with the table's whole metadata document, taken as the server sent it, so
+a lookup is one HTTP request: no metadata file is read and no Spark job runs. Table files
+(manifest lists, manifests) are read through pyiceberg's FileIO with the catalog's properties
+(``s3.endpoint``, keys, region).
 
 Fails closed: a missing table is ``TableNotFoundError``; anything else (the server down, a
 refused token) is a ``CatalogError``, never "no such table". No message carries a secret: the
@@ -11,6 +12,7 @@ values of secret properties are masked wherever the server's or the client's tex
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -19,6 +21,9 @@ from dbt.adapters.icetime.metadata.model import Manifest, TableMetadata
 from dbt.adapters.icetime.metadata.names import TableName
 from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.metadata.readers import read_manifest_list, stored_view_sql
+
+# Answers after which pyiceberg's own requests refresh their token and try once more.
+EXPIRED_TOKEN = (401, 419)
 
 
 class RestCatalogReader:
@@ -49,6 +54,7 @@ class RestCatalogReader:
                         errors.REST_UNREACHABLE.format(
                             catalog=self.catalog_name,
                             uri=self.properties.get("uri", "?"),
+                            warehouse=_shown_warehouse(self.properties.get("warehouse")),
                             reason=self.scrub(exc),
                         )
                     ) from exc
@@ -74,33 +80,57 @@ class RestCatalogReader:
 
     # -- metadata -------------------------------------------------------------------------------
 
-    def _load(self, name: TableName, kind: str = "table") -> Any:
-        """The table (or view) ``name`` as pyiceberg loads it: one request to the server."""
+    def _load(self, name: TableName, kind: str = "table") -> tuple[str, bytes]:
+        """The metadata location and document of the table (or view) ``name``, as the server
+        sent them in its answer to one load request.
+
+        The document is taken from the answer as it is, not through pyiceberg's model: nothing
+        is lost or re-serialized (pyiceberg 0.12 refuses to write a format-v3 document back), and
+        no model is built that icetime's own parser would build again. The request goes through
+        the catalog's own session, so its authentication (a token from a credential, headers,
+        SigV4) is the catalog's.
+        """
+        from pyiceberg.catalog.rest import Endpoints, IdentifierKind
+        from pyiceberg.catalog.rest.response import _handle_non_200_response
         from pyiceberg.exceptions import NoSuchTableError, NoSuchViewError
 
         catalog = self.catalog()
-        load = catalog.load_view if kind == "view" else catalog.load_table
+        endpoint, ident, missing = (
+            (Endpoints.load_view, IdentifierKind.VIEW, NoSuchViewError)
+            if kind == "view"
+            else (Endpoints.load_table, IdentifierKind.TABLE, NoSuchTableError)
+        )
         try:
-            return load((name.namespace, name.name))
+            path = catalog._split_identifier_for_path((name.namespace, name.name), ident)
+            url = catalog.url(endpoint, prefixed=True, **path)
+            response = catalog._session.get(url)
+            if response.status_code in EXPIRED_TOKEN:  # once more, with a new token
+                catalog._refresh_token()
+                response = catalog._session.get(url)
+            try:
+                response.raise_for_status()
+            except Exception as exc:
+                _handle_non_200_response(exc, {404: missing})  # the server's own message
+            answer = json.loads(response.content)
+            location, metadata = answer["metadata-location"], answer["metadata"]
         except (NoSuchTableError, NoSuchViewError) as exc:
             raise errors.TableNotFoundError(
                 errors.TABLE_MISSING_IN.format(table=name, catalog=self.catalog_name)
             ) from exc
         except Exception as exc:
             raise self._failed(f"loading {kind} {name}", exc) from exc
+        return str(location or name), json.dumps(metadata).encode()
 
     def document(self, name: TableName) -> tuple[str, bytes]:
-        table = self._load(name)
-        return str(table.metadata_location), table.metadata.model_dump_json().encode()
+        return self._load(name)
 
     def table(self, name: TableName) -> TableMetadata:
         location, document = self.document(name)
         return parse_metadata(str(name), location, document)
 
     def view_sql(self, name: TableName) -> str:
-        view = self._load(name, "view")
-        location = str(getattr(view, "metadata_location", "") or name)
-        return stored_view_sql(name, location, view.metadata.model_dump_json().encode())
+        location, document = self._load(name, "view")
+        return stored_view_sql(name, location, document)
 
     def manifests(self, name: TableName, snapshot_id: int) -> tuple[Manifest, ...]:
         metadata = self.table(name)
@@ -151,3 +181,7 @@ class RestCatalogReader:
                 )
             ) from exc
         return sorted({ident[0] for ident in found if ident})
+
+
+def _shown_warehouse(warehouse: str | None) -> str:
+    return f", warehouse '{warehouse}'" if warehouse else ""

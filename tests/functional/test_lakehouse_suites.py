@@ -1,0 +1,49 @@
+"""The in-process suites on a REST catalog over S3: dbt's basic and incremental conformance
+classes and the CDF property test (``auto`` forced to each side, change rows staged inline and
+as a file), each run whole by a pytest process of its own whose profile targets the lakehouse
+(``tests.support.CATALOG_ENV``).
+
+A process of its own, since an embedded Spark session binds one catalog for its life and this
+worker's is the SQLite one. Each lane is a scope of its own (``tests/conftest.py``), so the
+workers run them side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lakehouse import Lakehouse
+from tests.support import CATALOG_ENV, ROOT
+
+pytestmark = [pytest.mark.lakehouse, pytest.mark.slow]
+
+LANES = {
+    "rest_conformance": (
+        "tests/functional/adapter/test_basic.py",
+        "tests/functional/adapter/test_incremental.py",
+    ),
+    "rest_cdf_property": ("tests/functional/cdf/test_cdf_property.py",),
+}
+
+
+@pytest.mark.parametrize("lane", sorted(LANES))
+def test_suite_on_a_rest_catalog_over_s3(lakehouse: Lakehouse, tmp_path: Path, lane: str) -> None:
+    keys = lakehouse.profile(tmp_path / "unused")
+    catalog = {k: keys[k] for k in ("catalog_type", "catalog_uri", "catalog_properties")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(lakehouse.environment())
+    env[CATALOG_ENV] = json.dumps(catalog)
+    command = [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q"]
+    command += ["-o", "addopts=", f"--basetemp={tmp_path / 'run'}", *LANES[lane]]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    # Every test of the lane ran there (none skipped or deselected).
+    assert "skipped" not in summary and "deselected" not in summary, summary

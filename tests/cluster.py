@@ -14,7 +14,10 @@ Every process is recorded by pid in ``<state dir>/cluster.json`` as soon as it s
 ``Cluster.stop`` (the test fixture's ``finally``, or ``scripts/cluster.sh down`` from another
 shell) stops exactly what was started, even after a failed start or a crashed test.
 
-Usage: python -m tests.cluster up [--workers N] [--dir D] | down [--dir D] | status [--dir D]
+Usage: python -m tests.cluster up [--workers N] [--lakehouse] [--dir D] | down [--dir D]
+       | status [--dir D]
+``up --lakehouse`` starts a lakehouse for the cluster first (in ``<state dir>/lakehouse``), and
+``down`` stops it with the cluster.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import resolve_settings
-from tests.lakehouse import DEMO_PROFILES, Lakehouse
+from tests.lakehouse import DEMO_PROFILES, Lakehouse, start_lakehouse, stop_lakehouse
 from tests.services import PostgresServer, free_port, start_postgres, stop_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +76,10 @@ class ClusterState:
     master: Process | None = None
     workers: list[Process] = field(default_factory=list)
     thrift: Process | None = None
+    # The lakehouse of a REST-catalog cluster (``Lakehouse`` as a dict), and whether stopping
+    # the cluster stops it too (it was started for the cluster: ``up --lakehouse``).
+    lake: dict[str, Any] = field(default_factory=dict)
+    lake_owned: bool = False
 
     def save(self) -> None:
         path = Path(self.directory) / "cluster.json"
@@ -91,6 +98,8 @@ class ClusterState:
             master=Process(**raw["master"]) if raw["master"] else None,
             workers=[Process(**w) for w in raw["workers"]],
             thrift=Process(**raw["thrift"]) if raw["thrift"] else None,
+            lake=raw.get("lake", {}),
+            lake_owned=raw.get("lake_owned", False),
         )
 
 
@@ -103,14 +112,18 @@ class Cluster:
         workers: int = 2,
         java_options: str = "",
         lake: Lakehouse | None = None,
+        owns_lake: bool = False,
     ) -> None:
         self.directory = directory.resolve()
-        # The REST catalog and S3 storage of the cluster's tables (None: PostgreSQL, local files).
+        # The REST catalog and S3 storage of the cluster's tables (None: PostgreSQL, local files);
+        # ``owns_lake``: stopping the cluster stops its servers too.
         self.lake = lake
         self.worker_count = workers
         # Extra options for every JVM of the cluster (the tests' compiler settings, say).
         self.java_options = java_options
-        self.state = ClusterState(directory=str(self.directory))
+        self.state = ClusterState(directory=str(self.directory), lake_owned=owns_lake)
+        if lake is not None:
+            self.state.lake = asdict(lake)
         # One Thrift session for this object's statements: the Thrift Server opens the Iceberg
         # catalog (and its PostgreSQL connections) per session and does not close it when the
         # session ends, so a session per statement exhausts PostgreSQL's connections.
@@ -201,6 +214,8 @@ class Cluster:
                 _terminate(process.pid)
         if state.postgres_base:
             stop_postgres(Path(state.postgres_base))
+        if state.lake and state.lake_owned:
+            stop_lakehouse(Lakehouse(**state.lake))
         (self.directory / "cluster.json").unlink(missing_ok=True)
         self.state = ClusterState(directory=str(self.directory))
 
@@ -210,7 +225,8 @@ class Cluster:
         state = ClusterState.load(directory.resolve())
         if state is None:
             raise RuntimeError(f"no cluster is recorded in {directory}")
-        cluster = cls(directory, workers=len(state.workers))
+        lake = Lakehouse(**state.lake) if state.lake else None
+        cluster = cls(directory, workers=len(state.workers), lake=lake)
         cluster.state = state
         return cluster
 
@@ -522,13 +538,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["up", "down", "status"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--lakehouse",
+        action="store_true",
+        help="a REST catalog over S3 (tests/lakehouse.py) instead of PostgreSQL and local files",
+    )
     args = parser.parse_args(argv)
     if args.action == "up":
-        cluster = Cluster(args.dir, workers=args.workers).start()
+        lake = start_lakehouse(args.dir.resolve() / "lakehouse") if args.lakehouse else None
+        try:
+            cluster = Cluster(args.dir, workers=args.workers, lake=lake, owns_lake=True).start()
+        except BaseException:
+            if lake is not None:
+                stop_lakehouse(lake)
+            raise
         profiles = {"icetime_cluster": {"dev": "analytics"}, **DEMO_PROFILES}
         written = write_profiles(cluster, cluster.directory, profiles)
         print(f"cluster up: master {cluster.master_url}, Thrift Server port {cluster.thrift_port}")
-        print(f"PostgreSQL catalog {cluster.postgres.jdbc_uri}; warehouse {cluster.warehouse}")
+        if lake is not None:
+            print(f"REST catalog {lake.rest_uri} (warehouse lake); S3 {lake.s3_endpoint}")
+        else:
+            print(f"PostgreSQL catalog {cluster.postgres.jdbc_uri}; warehouse {cluster.warehouse}")
         print(f"dbt profiles for it (icetime_cluster, and icetime_demo for the demo): {written}")
         return 0
     if args.action == "down":

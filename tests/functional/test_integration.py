@@ -368,3 +368,37 @@ def test_object_history_has_every_commit_with_its_time(deployment: Deployment) -
     assert stamps == [committed[changes[0]], committed[second[0]]], (stamps, committed)
     assert versions[0][2] == versions[1][0] and versions[1][2] == versions[2][0]
     assert versions[2][2] is None
+
+
+def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment) -> None:
+    """Over 256 changed rows cannot be written into the SQL: on a filesystem they are staged as
+    a file beside the target; with the tables in S3, the embedded session stages them in
+    `<icetime_dir>/staging/`, and a remote server, which could not read that file, reads the
+    commits as whole snapshots. Each way the CDF models equal their rebuild."""
+    if deployment.name not in ("lakehouse", "cluster_lakehouse"):
+        pytest.skip("object storage only: the other deployments stage beside the target")
+    macros = deployment.project / "macros" / "bulk.sql"
+    macros.write_text(
+        "{% macro ingest_batches(first, last) %}"
+        "{% for batch in range(first, last + 1) %}{% do ingest_batch(batch) %}{% endfor %}"
+        "{% endmacro %}"
+    )
+    deployment.dbt("run-operation", "ingest_batches", "--args", "{first: 10, last: 16}")
+    models = ("active_objects", "orbit_counts", "object_changes")
+    output = deployment.dbt(
+        "build",
+        "--select",
+        *models,
+        "cdf_models_match_rebuild",
+        "--vars",
+        "{cdf_refresh: incremental}",
+    )
+    assert "PASS=4 WARN=0 ERROR=0" in output, output[-3000:]
+    assert "from scratch" not in output
+    if deployment.name == "cluster_lakehouse":
+        assert "the Spark server cannot read a file staged in object storage" in output
+        assert "read as whole snapshots" in output
+    else:
+        assert "touched by them" in output and "whole snapshots" not in output
+        staging = deployment.project / ".icetime" / "staging" / "icetime-changes"
+        assert staging.is_dir() and list(staging.iterdir()) == []  # staged, then deleted

@@ -245,7 +245,7 @@ def test_environments_compare_built_inputs_by_their_dbt_node() -> None:
 
 def session(cli_vars: dict[str, Any], project_vars: dict[str, Any] | None = None) -> Any:
     run_vars = RunVars(cli_vars, project_vars or {}, "p")
-    services = SimpleNamespace(vars=run_vars, catalog="icetime")
+    services = SimpleNamespace(vars=run_vars, catalog="icetime", reader=None)
     return BuildSession(services, None, "0.1.0", lambda: False, False)  # type: ignore[arg-type]
 
 

@@ -4,11 +4,12 @@ reads through, and what is not an Iceberg table of this catalog (the build recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from dbt.adapters.icetime import properties
 from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError
 from dbt.adapters.icetime.graph import RunInputs
-from dbt.adapters.icetime.metadata import MetadataReader, TableMetadata, TableName
+from dbt.adapters.icetime.metadata import TableMetadata, TableName
 
 
 @dataclass
@@ -33,7 +34,11 @@ class BuildInputs:
             self.clone_of[table] = source
 
 
-def build_inputs(inputs: RunInputs, reader: MetadataReader, reader_node: str) -> BuildInputs:
+class TableReader(Protocol):
+    def table(self, name: TableName) -> TableMetadata: ...
+
+
+def build_inputs(inputs: RunInputs, reader: TableReader, reader_node: str) -> BuildInputs:
     """Every relation ``reader_node`` reads when its build starts, seen through ephemeral
     models and views: each Iceberg table at the snapshot the build reads, the views passed
     through, and the inputs that are not Iceberg tables of this catalog.

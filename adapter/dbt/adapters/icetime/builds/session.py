@@ -29,6 +29,7 @@ from dbt.adapters.icetime import args, errors, faults
 from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
 from dbt.adapters.icetime.builds.fingerprint import canonical_view_sql, fingerprint, sql_digest
+from dbt.adapters.icetime.builds.prefetch import Prefetch
 from dbt.adapters.icetime.builds.reads import build_inputs
 from dbt.adapters.icetime.builds.record import (
     BuildRecord,
@@ -90,12 +91,41 @@ class BuildSession(Hook):
         self._tally: Counter[str] = Counter()
         self._names: dict[str, str] | None = None
         self._pending: dict[str, Pending] = {}
+        # The lookups below, loaded together as the run starts (a REST catalog's requests).
+        self._prefetch = Prefetch(services.reader)
 
     # -- the invocation's phases --------------------------------------------------------------
 
     def cache_filled(self, project: ProjectGraph) -> None:
         self.check_run_var()
         self.check_configs(project)
+        self._start_prefetch(project)
+
+    def _start_prefetch(self, project: ProjectGraph) -> None:
+        """Load ahead what the selected builds will look up: the tables behind the views they
+        read and those views' SQL (their records), and, where skip_unchanged is on, each one's
+        own table or view (its decision)."""
+        if self._prefetch.workers < 2:
+            return
+        tables: list[TableName] = []
+        views: list[TableName] = []
+        for uid in project.selected:
+            node = project.node(uid) or {}
+            config = node.get("config") or {}
+            materialized = config.get("materialized")
+            if node.get("resource_type") not in ("model", "snapshot") or (
+                materialized not in RECORDED and materialized not in SKIPPABLE
+            ):
+                continue
+            if materialized in RECORDED:
+                reads = project.reads_of(uid)
+                views += reads.views
+                tables += [table for table, direct in reads.tables if not direct]
+            configured = config.get(SKIP_VAR)
+            if materialized in SKIPPABLE and self.services.vars.get(SKIP_VAR, configured):
+                own = TableName.from_node(node, self.services.catalog)
+                (views if materialized == "view" else tables).append(own)
+        self._prefetch.start(tables, views)
 
     def input_read(self, read: InputRead, relation: Any) -> Any:
         if read.relation.schema and read.relation.identifier:
@@ -174,6 +204,7 @@ class BuildSession(Hook):
         """Take what the build would read and its fingerprint; decide when asked to skip."""
         materialized = getattr(node.config, "materialized", None)
         if materialized not in RECORDED and materialized not in SKIPPABLE:
+            self._prefetch.forget(TableName.from_node(node, self.services.catalog))
             return []
         with self._lock:
             if node.unique_id in self._pending:  # decided already, by leaves_alone
@@ -191,6 +222,8 @@ class BuildSession(Hook):
             self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
             if decision is not None and (decision.build or decision.reuse is not None):
                 self._tally[BUILT if decision.build else CLONED] += 1
+        if decision is None or decision.build or decision.reuse is not None:
+            self._prefetch.forget(TableName.from_node(node, self.services.catalog))
         return []
 
     def decide_left_alone(self, node: Any, this_sql: str) -> Decision | None:
@@ -270,13 +303,13 @@ class BuildSession(Hook):
             columns=columns,
             description=getattr(node, "description", None),
         )
-        reads = build_inputs(self.inputs, self.services.reader, uid)
+        reads = build_inputs(self.inputs, self._prefetch, uid)
         views: dict[str, str] = {}
         unreadable = dict(reads.unreadable)
         foreign = list(reads.foreign)
         for view in reads.views:
             try:
-                stored = self.services.reader.view_sql(view)
+                stored = self._prefetch.view_sql(view)
                 views[self._logical(view)] = sql_digest(self._canonical_view(stored))
             except TableNotFoundError:
                 foreign.append(str(view))
@@ -307,7 +340,7 @@ class BuildSession(Hook):
         return found
 
     def _decide_table(self, table: TableName, candidate: Candidate) -> Decision:
-        metadata = _read(lambda: self.services.reader.table(table), "its metadata")
+        metadata = _read(lambda: self._prefetch.table(table), "its metadata")
         if isinstance(metadata, Decision):
             return metadata
         try:
@@ -323,7 +356,7 @@ class BuildSession(Hook):
         enforced = getattr(contract, "enforced", False) if contract is not None else False
         if enforced or any((config.get("persist_docs") or {}).values()):
             return build("its contract or persisted docs are part of its definition")
-        stored = _read(lambda: self.services.reader.view_sql(view), "its SQL")
+        stored = _read(lambda: self._prefetch.view_sql(view), "its SQL")
         if isinstance(stored, Decision):
             return stored
         compiled = getattr(node, "compiled_code", None) or ""
@@ -349,6 +382,7 @@ class BuildSession(Hook):
     def close(self) -> None:
         """Say once, at the run's end, what skip_unchanged did: "2 cloned from production, 1
         built, 3 left unchanged" (nothing when no model was decided)."""
+        self._prefetch.close()
         with self._lock:
             tally, self._tally = self._tally, Counter()
         if tally:

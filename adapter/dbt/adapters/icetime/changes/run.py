@@ -22,10 +22,12 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.catalog import OBJECT_STORE_SCHEMES
 from dbt.adapters.icetime.changes.cost import (
+    FILESYSTEM,
     FIXED_FULL_S,
     FIXED_INCREMENTAL_S,
     FULL,
     INCREMENTAL,
+    OBJECT_STORAGE,
     WHOLE_AGGREGATION_S,
     Estimate,
 )
@@ -285,7 +287,12 @@ class ChangeRun:
         fixed = (
             FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if self.mode in PER_COMMIT else FIXED_FULL_S
         )
-        self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed)
+        # Object storage when any upstream is in it (its reads dominate the side's time).
+        in_object_storage = upstream.metadata.location.startswith(OBJECT_STORE_SCHEMES) or (
+            previous is not None and previous.rates == OBJECT_STORAGE
+        )
+        rates = OBJECT_STORAGE if in_object_storage else FILESYSTEM
+        self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed, rates)
         if self.estimate.choice != FULL:
             return
         if self.mode in PER_COMMIT:

@@ -29,6 +29,9 @@ EXPIRED_TOKEN = (401, 419)
 class RestCatalogReader:
     """Reads metadata from a REST catalog; also lists it and gives its FileIO."""
 
+    # Loads are independent HTTP requests on one session: callers may make this many at once.
+    parallel_loads = 8
+
     _catalogs: dict[tuple[tuple[str, str], ...], Any] = {}
     _lock = threading.Lock()
 

@@ -1,0 +1,79 @@
+"""Prefetch: a run's metadata lookups loaded ahead, answered once, dropped before a write."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from dbt.adapters.icetime.builds.prefetch import Prefetch
+from dbt.adapters.icetime.errors import TableNotFoundError
+from dbt.adapters.icetime.metadata import TableName
+
+
+class CountingReader:
+    """Answers each load with its name and how many times it was loaded (pure logic)."""
+
+    def __init__(self, parallel_loads: int) -> None:
+        self.parallel_loads = parallel_loads
+        self.loads: list[str] = []
+        self.lock = threading.Lock()
+
+    def _load(self, kind: str, name: TableName) -> str:
+        with self.lock:
+            self.loads.append(f"{kind} {name}")
+            count = self.loads.count(f"{kind} {name}")
+        if name.name == "missing":
+            raise TableNotFoundError(f"Iceberg table {name} does not exist.")
+        return f"{kind} {name} #{count}"
+
+    def table(self, name: TableName) -> Any:
+        return self._load("table", name)
+
+    def view_sql(self, name: TableName) -> str:
+        return self._load("view", name)
+
+
+T1, V1, GONE = (TableName.parse(n) for n in ("c.s.t1", "c.s.v1", "c.s.missing"))
+
+
+def test_loaded_ahead_once_and_answered_from_there() -> None:
+    reader = CountingReader(parallel_loads=4)
+    prefetch = Prefetch(reader)  # type: ignore[arg-type]
+    prefetch.start([T1, T1], [V1])
+    assert prefetch.table(T1) == "table c.s.t1 #1"
+    assert prefetch.table(T1) == "table c.s.t1 #1"  # the run-start answer, again
+    assert prefetch.view_sql(V1) == "view c.s.v1 #1"
+    assert sorted(reader.loads) == ["table c.s.t1", "view c.s.v1"]
+    prefetch.close()
+
+
+def test_a_relation_the_run_writes_is_read_afresh_after_forget() -> None:
+    reader = CountingReader(parallel_loads=4)
+    prefetch = Prefetch(reader)  # type: ignore[arg-type]
+    prefetch.start([T1], [V1])
+    assert prefetch.table(T1) == "table c.s.t1 #1"
+    prefetch.forget(T1)
+    prefetch.forget(V1)
+    assert prefetch.table(T1) == "table c.s.t1 #2"
+    assert prefetch.view_sql(V1).startswith("view c.s.v1 #")
+    assert prefetch.view_sql(V1) != prefetch.view_sql(V1)  # no longer held: each read is new
+    prefetch.close()
+
+
+def test_a_failed_load_is_raised_where_it_is_looked_up() -> None:
+    prefetch = Prefetch(CountingReader(parallel_loads=4))  # type: ignore[arg-type]
+    prefetch.start([GONE], [])
+    with pytest.raises(TableNotFoundError, match=r"c\.s\.missing does not exist"):
+        prefetch.table(GONE)
+    prefetch.close()
+
+
+def test_a_reader_that_loads_one_at_a_time_is_read_as_lookups_come() -> None:
+    reader = CountingReader(parallel_loads=0)
+    prefetch = Prefetch(reader)  # type: ignore[arg-type]
+    prefetch.start([T1], [V1])
+    assert reader.loads == []  # nothing ahead
+    assert prefetch.table(T1) == "table c.s.t1 #1"
+    assert prefetch.table(T1) == "table c.s.t1 #2"

@@ -156,10 +156,6 @@ BUCKET_MISSING = (
     "The bucket '{bucket}' of warehouse '{warehouse}' (profile key warehouse) does not exist at "
     "{endpoint}. Create it, or point warehouse at an existing bucket."
 )
-BUCKET_UNCHECKED = (
-    "Could not check the bucket '{bucket}' of warehouse '{warehouse}' (profile key warehouse) "
-    "at {endpoint}: {reason}"
-)
 REST_REQUEST_FAILED = "The Iceberg REST catalog '{catalog}' failed {what}: {reason}"
 LOOKUP_FAILED = "Could not look up {table} in the Iceberg catalog '{catalog}': {reason}"
 TABLE_MISSING_IN = "Iceberg table {table} does not exist in catalog '{catalog}'."

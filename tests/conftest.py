@@ -57,8 +57,8 @@ SLOWEST = (
     "test_integration.py[cluster_lakehouse]",  # the demo through a cluster on REST + S3
     "test_integration.py[embedded]",  # ~270: the demo project end to end
     "test_integration.py[lakehouse]",  # the same on a REST catalog over S3
-    "test_lakehouse_suites.py[rest_cdf_property]",  # ~330: the CDF property test on REST
-    "test_lakehouse_suites.py[rest_conformance]",  # ~150: dbt's basic and incremental classes
+    "test_lakehouse_suites.py[rest_cdf_property]",  # ~420 at 4 steps: CDF property on REST
+    "test_lakehouse_suites.py[rest_conformance]",  # ~420: dbt's basic and incremental classes
     "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes

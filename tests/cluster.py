@@ -40,7 +40,13 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import resolve_settings
-from tests.lakehouse import DEMO_PROFILES, Lakehouse, start_lakehouse, stop_lakehouse
+from tests.lakehouse import (
+    DEMO_PROFILES,
+    WAREHOUSE,
+    Lakehouse,
+    start_lakehouse,
+    stop_lakehouse,
+)
 from tests.services import PostgresServer, free_port, start_postgres, stop_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -556,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         written = write_profiles(cluster, cluster.directory, profiles)
         print(f"cluster up: master {cluster.master_url}, Thrift Server port {cluster.thrift_port}")
         if lake is not None:
-            print(f"REST catalog {lake.rest_uri} (warehouse lake); S3 {lake.s3_endpoint}")
+            print(f"REST catalog {lake.rest_uri} (warehouse {WAREHOUSE}); S3 {lake.s3_endpoint}")
         else:
             print(f"PostgreSQL catalog {cluster.postgres.jdbc_uri}; warehouse {cluster.warehouse}")
         print(f"dbt profiles for it (icetime_cluster, and icetime_demo for the demo): {written}")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from dbt.adapters.icetime.builds.prefetch import Prefetch
+from dbt.adapters.icetime.builds.session import BuildSession
 from dbt.adapters.icetime.errors import TableNotFoundError
 from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.runvars import RunVars
 
 
 class CountingReader:
@@ -77,3 +80,27 @@ def test_a_reader_that_loads_one_at_a_time_is_read_as_lookups_come() -> None:
     assert reader.loads == []  # nothing ahead
     assert prefetch.table(T1) == "table c.s.t1 #1"
     assert prefetch.table(T1) == "table c.s.t1 #2"
+
+
+def test_the_build_session_drops_a_table_a_node_is_about_to_write() -> None:
+    # A seed (not a recorded build) reaching its materialization writes its table: what was
+    # loaded of it at the run's start is no answer after that.
+    reader = CountingReader(parallel_loads=4)
+    services = SimpleNamespace(vars=RunVars({}, {}, "p"), catalog="c", reader=reader)
+    builds = BuildSession(services, None, "0.1.0", lambda: False, False)  # type: ignore[arg-type]
+    seed = TableName.parse("c.s.seed")
+    builds._prefetch.start([seed, T1], [])
+    node = SimpleNamespace(
+        unique_id="seed.p.seed",
+        resource_type="seed",
+        database="c",
+        schema="s",
+        alias="seed",
+        name="seed",
+        config=SimpleNamespace(materialized="seed"),
+    )
+    assert builds._prefetch.table(seed) == "table c.s.seed #1"
+    builds.before_model(node, "`c`.`s`.`seed`")
+    assert builds._prefetch.table(seed) == "table c.s.seed #2"  # read afresh
+    assert builds._prefetch.table(T1) == "table c.s.t1 #1"  # the others are kept
+    builds.close()

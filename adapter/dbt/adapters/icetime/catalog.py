@@ -24,6 +24,13 @@ from dbt.adapters.icetime import errors, secrets
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://", "s3n://")
+
+
+def in_object_storage(location: str | None) -> bool:
+    """Whether ``location`` (a warehouse, a table's location) is in object storage (S3)."""
+    return (location or "").startswith(OBJECT_STORE_SCHEMES)
+
+
 # The standard AWS environment variables, as pyiceberg's FileIO properties (Spark's S3FileIO
 # reads the variables itself, through the AWS SDK's default chain).
 AWS_ENVIRONMENT = (
@@ -112,7 +119,7 @@ class CatalogSettings:
         SDK jars. True for a REST catalog, whose server decides where files go."""
         return (
             self.kind == "rest"
-            or (self.warehouse or "").startswith(OBJECT_STORE_SCHEMES)
+            or in_object_storage(self.warehouse)
             or any(key.startswith("s3.") for key in self.properties)
         )
 
@@ -140,7 +147,7 @@ class CatalogSettings:
         if self.kind != "rest":
             # V1 adds the column that lets the JDBC catalog store Iceberg views.
             conf[f"{prefix}.jdbc.schema-version"] = "V1"
-            if (self.warehouse or "").startswith(OBJECT_STORE_SCHEMES):
+            if in_object_storage(self.warehouse):
                 conf[f"{prefix}.io-impl"] = S3_FILE_IO
         if self.user is not None:
             conf[f"{prefix}.jdbc.user"] = self.user

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, secrets
-from dbt.adapters.icetime.catalog import OBJECT_STORE_SCHEMES, CatalogSettings
+from dbt.adapters.icetime.catalog import CatalogSettings, in_object_storage
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
@@ -188,7 +188,7 @@ def _check_bucket(catalog: CatalogSettings) -> None:
     write objects without the right to look at the bucket), so the run goes on and meets the
     store's own answer at its first read or write."""
     warehouse = catalog.warehouse or ""
-    if not warehouse.startswith(OBJECT_STORE_SCHEMES):
+    if not in_object_storage(warehouse):
         return
     import pyarrow.fs as pafs
     from pyiceberg.io import load_file_io

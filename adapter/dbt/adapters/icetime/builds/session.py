@@ -203,8 +203,9 @@ class BuildSession(Hook):
     def before_model(self, node: Any, this_sql: str) -> list[TableName]:
         """Take what the build would read and its fingerprint; decide when asked to skip."""
         materialized = getattr(node.config, "materialized", None)
+        written = TableName.from_node(node, self.services.catalog)
         if materialized not in RECORDED and materialized not in SKIPPABLE:
-            self._prefetch.forget(TableName.from_node(node, self.services.catalog))
+            self._prefetch.forget(written)  # a seed, say: it writes its table now
             return []
         with self._lock:
             if node.unique_id in self._pending:  # decided already, by leaves_alone
@@ -223,7 +224,7 @@ class BuildSession(Hook):
             if decision is not None and (decision.build or decision.reuse is not None):
                 self._tally[BUILT if decision.build else CLONED] += 1
         if decision is None or decision.build or decision.reuse is not None:
-            self._prefetch.forget(TableName.from_node(node, self.services.catalog))
+            self._prefetch.forget(written)
         return []
 
     def decide_left_alone(self, node: Any, this_sql: str) -> Decision | None:

@@ -264,6 +264,11 @@ class StagedRows:
     # The file's columns in Spark's types, ``(c0 bigint, ...)``; None: Spark infers them.
     column_list: str | None = None
 
+    @property
+    def unstaged(self) -> bool:
+        """Too many rows to inline, and nowhere the server could read a file of them."""
+        return self.path is None and self.rows is None
+
 
 def stage(io: Any, directory: str | None, rows: ChangeRows) -> StagedRows:
     """The signed rows inline when they are few and plain, else written as Parquet under

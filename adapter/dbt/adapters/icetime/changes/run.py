@@ -20,7 +20,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.catalog import OBJECT_STORE_SCHEMES
+from dbt.adapters.icetime.catalog import in_object_storage
 from dbt.adapters.icetime.changes.cost import (
     FILESYSTEM,
     FIXED_FULL_S,
@@ -288,10 +288,10 @@ class ChangeRun:
             FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if self.mode in PER_COMMIT else FIXED_FULL_S
         )
         # Object storage when any upstream is in it (its reads dominate the side's time).
-        in_object_storage = upstream.metadata.location.startswith(OBJECT_STORE_SCHEMES) or (
+        object_storage = in_object_storage(upstream.metadata.location) or (
             previous is not None and previous.rates == OBJECT_STORAGE
         )
-        rates = OBJECT_STORAGE if in_object_storage else FILESYSTEM
+        rates = OBJECT_STORAGE if object_storage else FILESYSTEM
         self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed, rates)
         if self.estimate.choice != FULL:
             return
@@ -358,7 +358,7 @@ class ChangeRun:
         started = time.perf_counter()
         staged = self.feeds.staged(feed, self.node_id, self._staging_directory(upstream))
         self.read_s += time.perf_counter() - started
-        if staged is not None and staged.path is None and staged.rows is None:
+        if staged is not None and staged.unstaged:
             logger.info(
                 f"changes of {upstream.name} since snapshot {change_range.from_snapshot}: "
                 "too many changed rows to write into the SQL, and the Spark server cannot read "
@@ -397,7 +397,7 @@ class ChangeRun:
         """
         table = self.target_metadata if self.target_metadata is not None else upstream.metadata
         location = table.location.rstrip("/")
-        if location.startswith(OBJECT_STORE_SCHEMES):
+        if in_object_storage(location):
             staging = self.local_staging
             return None if staging is None else f"{staging}/{STAGING_DIRECTORY}"
         return f"{location}/{STAGING_DIRECTORY}"

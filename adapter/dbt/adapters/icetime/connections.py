@@ -37,10 +37,15 @@ class IcetimeConnectionManager(SparkConnectionManager):
             return super().open(connection)  # type: ignore[no-any-return]
         if connection.state == ConnectionState.OPEN:
             return connection
-        # (imported here: only the session method needs PySpark, which takes a while to import)
-        from dbt.adapters.icetime.embedded_handle import session_handle
+        if creds.uses_server:
+            from dbt.adapters.icetime.server import client
 
-        connection.handle = session_handle(embedded.spark_session(creds))
+            connection.handle = client.connect(creds)
+        else:
+            # (imported here: only an in-process session needs PySpark, slow to import)
+            from dbt.adapters.icetime.embedded_handle import session_handle
+
+            connection.handle = session_handle(embedded.spark_session(creds))
         connection.state = ConnectionState.OPEN
         return connection
 

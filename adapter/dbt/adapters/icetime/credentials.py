@@ -13,6 +13,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentia
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.args import DURATION, UNIT_SECONDS
 from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
 from dbt.adapters.icetime.dbt_patches import schemas
 from dbt.adapters.icetime.secrets import MASK
@@ -21,6 +22,7 @@ CATALOG_TYPES = ("sqlite", "postgres", "rest", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
 DEFAULT_SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+MIN_IDLE_S, MAX_IDLE_S = 10, 7 * 24 * 3600
 
 
 @dataclass
@@ -55,6 +57,11 @@ class IcetimeCredentials(SparkCredentials):
     metadata_access: str = "auto"
     # A protected target (production): pinned runs may not replace newer objects in it.
     protected: bool = False
+    # method: session only: run Spark in one warm local server per icetime_dir, shared by every
+    # command (true), or inside each dbt process (false).
+    server: bool = True
+    # How long the warm server waits with no connection before it exits.
+    server_idle_timeout: str | int = "30m"  # a duration (30m, 2h) or seconds
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -89,6 +96,7 @@ class IcetimeCredentials(SparkCredentials):
         _check_choice("catalog_type", self.catalog_type, CATALOG_TYPES)
         _check_choice("metadata_access", self.metadata_access, METADATA_ACCESS)
         self._check_catalog_keys()
+        self._check_server_keys()
         if self.is_embedded and self.catalog_type == "server":
             raise errors.bad_profile_value(
                 "catalog_type",
@@ -142,6 +150,30 @@ class IcetimeCredentials(SparkCredentials):
         self.catalog_properties = {
             str(key): _property_text(value) for key, value in self.catalog_properties.items()
         }
+
+    def _check_server_keys(self) -> None:
+        if not isinstance(self.server, bool):
+            raise errors.bad_profile_value("server", self.server, "true or false")
+        value = self.server_idle_timeout
+        timeout = f"{value}s" if isinstance(value, int) else str(value).strip().lower()
+        match = None if isinstance(value, bool) else DURATION.fullmatch(timeout)
+        seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)] if match else 0
+        if not MIN_IDLE_S <= seconds <= MAX_IDLE_S:
+            raise errors.bad_profile_value(
+                "server_idle_timeout", self.server_idle_timeout, errors.BAD_IDLE_TIMEOUT
+            )
+        self.server_idle_timeout = timeout
+
+    @property
+    def uses_server(self) -> bool:
+        """True when this profile's Spark is the project's warm local server."""
+        return self.is_embedded and self.server
+
+    @property
+    def server_idle_timeout_s(self) -> int:
+        match = DURATION.fullmatch(str(self.server_idle_timeout))
+        assert match is not None  # checked at load
+        return int(match.group(1)) * UNIT_SECONDS[match.group(2)]
 
     def _check_session(self) -> None:
         """dbt-spark's checks of a `method: session` profile, finding PySpark without importing

@@ -116,6 +116,24 @@ CATALOG_LOCKED = (
     "writer at a time). Wait for the other dbt run or SQLite client to finish and retry, "
     "or use a PostgreSQL-backed catalog ('catalog_type: postgres') for concurrent use."
 )
+SERVER_START_FAILED = (
+    "icetime's local Spark server for {directory} did not start: {reason}\n"
+    "Its log is {log}. To run without it, set 'server: false' in the profile (each command "
+    "then starts Spark in its own process)."
+)
+SERVER_NEEDS_JAVAC = (
+    "icetime's local Spark server compiles a small login check once per machine with 'javac', "
+    "and none was found (JAVA_HOME={java_home!r}, PATH searched). Install a JDK with "
+    "'apt-get install openjdk-17-jdk-headless' (scripts/bootstrap.sh does), or set "
+    "'server: false' in the profile to run Spark inside each command."
+)
+SERVER_AUTH_COMPILE = "icetime could not compile its local Spark server's login check: {reason}"
+SERVER_LOST = (
+    "icetime's local Spark server (pid {pid}, port {port}) stopped during this command: "
+    "{reason}\nThe statement may or may not have run; the next command starts a new server. "
+    "Its log is {log}."
+)
+BAD_IDLE_TIMEOUT = "a duration such as 30m, 90s, 2h (at least 10s, at most 7d)"
 SESSION_CONFLICT = (
     "A Spark session is already running in this process with catalog '{catalog}' set to "
     "{existing!r}, but this profile asks for {wanted!r}. One Python process holds one Spark "

@@ -1,0 +1,373 @@
+"""The client side of the warm server: find it, start it, replace it, stop it, describe it.
+
+A command that needs Spark calls ``connect``. When ``<icetime_dir>/server/state.json`` names a
+live server started with this profile's settings (its fingerprint), the command connects to it.
+Otherwise it takes the start lock, looks again (another command may have just started one), and
+starts a server, replacing one with other settings and forgetting one that crashed. Commands
+started at once therefore start one server, not one each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper
+
+from dbt.adapters.icetime import embedded, errors
+from dbt.adapters.icetime.__version__ import version as icetime_version
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.server import auth
+from dbt.adapters.icetime.server import files as server_files
+from dbt.adapters.icetime.server.archive import class_archive
+from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
+
+logger = AdapterLogger("icetime")
+
+START_TIMEOUT_S = 180.0
+DAEMON = Path(__file__).with_name("daemon.py")
+HOST = "127.0.0.1"
+
+_endpoints: dict[str, Endpoint] = {}
+_endpoints_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    port: int
+    secret: str
+    pid: int
+
+
+def connect(creds: IcetimeCredentials) -> Any:
+    """A Thrift connection to the project's warm server, started first when needed."""
+    from pyhive import hive
+
+    endpoint = ensure(creds)
+    try:
+        return ServerConnectionWrapper(_open(hive, endpoint, creds))
+    except Exception as exc:
+        # The server ended between the check and the connection (its idle exit, or a crash):
+        # once more, from the start.
+        logger.debug(f"icetime server on port {endpoint.port} refused a connection: {exc}")
+        forget(creds)
+        return ServerConnectionWrapper(_open(hive, ensure(creds), creds))
+
+
+class ServerConnectionWrapper(PyhiveConnectionWrapper):
+    """dbt-spark's Thrift connection, closed by dropping it: the server closes a session whose
+    client went away, after the command has ended (closing the server's first session takes it
+    ~3 s, which no command need wait for)."""
+
+    def close(self) -> None:
+        if self._cursor:
+            with contextlib.suppress(Exception):
+                self._cursor.close()
+        with contextlib.suppress(Exception):
+            self.handle._transport.close()
+
+
+def _open(hive: Any, endpoint: Endpoint, creds: IcetimeCredentials) -> Any:
+    return hive.connect(
+        host=HOST,
+        port=endpoint.port,
+        username=getpass.getuser(),
+        password=endpoint.secret,
+        auth="CUSTOM",
+        # Each session starts in the profile's catalog (PyHive would `use default`, a namespace
+        # the Iceberg catalog need not have).
+        database=creds.catalog,
+        configuration=dict(creds.server_side_parameters),
+    )
+
+
+def forget(creds: IcetimeCredentials) -> None:
+    with _endpoints_lock:
+        _endpoints.pop(creds.icetime_dir, None)
+
+
+def ensure(creds: IcetimeCredentials) -> Endpoint:
+    """The endpoint of a live server with this profile's settings, started when needed."""
+    with _endpoints_lock:
+        known = _endpoints.get(creds.icetime_dir)
+        if known is not None and server_files.alive(known.pid):
+            return known
+        endpoint = _ensure(creds)
+        _endpoints[creds.icetime_dir] = endpoint
+        return endpoint
+
+
+def _ensure(creds: IcetimeCredentials) -> Endpoint:
+    server = ServerFiles(creds.icetime_dir)
+    settings = embedded.resolve_settings(creds)
+    wanted = fingerprint(settings)
+    running = _usable(server, wanted)
+    if running is not None:
+        return running
+    try:
+        with server.start_lock(timeout_s=START_TIMEOUT_S):
+            running = _usable(server, wanted)
+            if running is not None:
+                return running
+            _retire(server, wanted)
+            return _start(server, creds, settings, wanted)
+    except TimeoutError as exc:
+        raise errors.EnvironmentSetupError(
+            errors.SERVER_START_FAILED.format(
+                directory=server.directory, reason=exc, log=server.path(server_files.LOG)
+            )
+        ) from exc
+
+
+def _usable(server: ServerFiles, wanted: str) -> Endpoint | None:
+    """The running server's endpoint when it is alive, accepts connections and has ``wanted``
+    settings; None otherwise (the caller then takes the lock and starts one)."""
+    try:
+        state = server.read_state()
+    except StateUnreadable:
+        return None
+    if state is None or state.fingerprint != wanted or not server_files.alive(state.pid):
+        return None
+    if not _accepts(state.port):
+        return None
+    server.touch_last_used()
+    try:
+        secret = server.read_secret()
+    except FileNotFoundError:  # it is exiting
+        return None
+    return Endpoint(state.port, secret, state.pid)
+
+
+def _retire(server: ServerFiles, wanted: str) -> None:
+    """Under the start lock: stop a server that runs with other settings or does not answer,
+    and clear what a crashed one left."""
+    try:
+        state = server.read_state()
+    except StateUnreadable as exc:
+        logger.info(f"icetime server: ignoring an unreadable state file ({exc})")
+        state = None
+    if state is not None and server_files.alive(state.pid):
+        if state.fingerprint != wanted:
+            logger.info(
+                f"icetime server: replacing the server (pid {state.pid}) started with other "
+                "jars, Spark settings or icetime version"
+            )
+        else:
+            logger.info(f"icetime server: pid {state.pid} does not answer; replacing it")
+        server_files.terminate(state.pid)
+    elif state is not None:
+        logger.info(f"icetime server: pid {state.pid} is gone (crashed or killed); restarting")
+    server.remove_running()
+
+
+def _start(
+    server: ServerFiles,
+    creds: IcetimeCredentials,
+    settings: embedded.EmbeddedSettings,
+    wanted: str,
+) -> Endpoint:
+    embedded.preflight(creds, settings)
+    started = time.monotonic()
+    server.make_directory()
+    conf = dict(settings.conf)
+    # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
+    # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
+    class_path = [str(auth.authenticator_jar()), *settings.jars]
+    extra = conf.get("spark.driver.extraClassPath")
+    conf["spark.driver.extraClassPath"] = ":".join([*class_path, *([extra] if extra else [])])
+    conf.update(THRIFT_CONF)
+    archive = class_archive(class_path)
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    conf["spark.driver.extraJavaOptions"] = f"{options} {archive.java_options()}".strip()
+    launch = {
+        "master": settings.master,
+        "conf": conf,
+        "fingerprint": wanted,
+        "version": icetime_version,
+        "idle_timeout_s": creds.server_idle_timeout_s,
+        "catalog": settings.catalog.name,
+        "archive": str(archive.final),
+        "archive_recording": str(archive.recording) if archive.recording else None,
+    }
+    server_files.write_private(server.path(server_files.LAUNCH), json.dumps(launch))
+    log = server.path(server_files.LOG)
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(DAEMON), str(server.directory)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=server.directory,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = started + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise errors.EnvironmentSetupError(
+                errors.SERVER_START_FAILED.format(
+                    directory=server.directory,
+                    reason=f"it exited with code {process.returncode}:\n{_tail(log)}",
+                    log=log,
+                )
+            )
+        endpoint = _usable(server, wanted)
+        if endpoint is not None:
+            logger.debug(
+                f"Started the icetime server (pid {endpoint.pid}, port {endpoint.port}) in "
+                f"{time.monotonic() - started:.1f}s"
+            )
+            return endpoint
+        time.sleep(0.1)
+    server_files.terminate(process.pid)
+    server.remove_running()
+    raise errors.EnvironmentSetupError(
+        errors.SERVER_START_FAILED.format(
+            directory=server.directory,
+            reason=f"it did not accept connections within {START_TIMEOUT_S:.0f}s",
+            log=log,
+        )
+    )
+
+
+# Spark's Thrift service: loopback only, any free port, icetime's secret check, no Hive
+# metastore on disk (the Iceberg catalog is the only one used).
+THRIFT_CONF = {
+    "spark.hadoop.hive.server2.thrift.port": "0",
+    "spark.hadoop.hive.server2.thrift.bind.host": HOST,
+    "spark.hadoop.hive.server2.transport.mode": "binary",
+    "spark.hadoop.hive.server2.authentication": "CUSTOM",
+    "spark.hadoop.hive.server2.enable.doAs": "false",
+    "spark.sql.hive.thriftServer.singleSession": "false",
+}
+
+
+def fingerprint(settings: embedded.EmbeddedSettings) -> str:
+    """What a server must have been started with to serve this profile: the icetime and Spark
+    versions, the Python, the master, the Spark settings and each jar's size and time."""
+    import importlib.metadata
+
+    jars = []
+    for jar in settings.jars:
+        try:
+            stat = os.stat(jar)
+            jars.append([jar, stat.st_size, int(stat.st_mtime)])
+        except OSError:
+            jars.append([jar, None, None])
+    described = {
+        "icetime": icetime_version,
+        "pyspark": importlib.metadata.version("pyspark"),
+        "python": sys.executable,
+        "master": settings.master,
+        "conf": sorted(settings.conf.items()),
+        "jars": jars,
+        "server": server_code_digest(),
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def server_code_digest() -> str:
+    """The code the server itself runs: its process, its files and its login check."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in ("daemon.py", "files.py", auth.SOURCE.name):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection((HOST, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(line for line in text[-lines:] if not line.lstrip().startswith("at "))
+
+
+# -- what a user sees and does ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Status:
+    state: ServerState | None
+    memory_mb: int | None
+    directory: Path
+    problem: str | None = None
+
+    def describe(self) -> str:
+        if self.problem is not None:
+            return self.problem
+        if self.state is None:
+            return "not running (the next command that needs Spark starts it)"
+        memory = f"{self.memory_mb} MB" if self.memory_mb is not None else "memory unknown"
+        return (
+            f"running (pid {self.state.pid}, port {self.state.port}, "
+            f"up {_duration(self.state.uptime_s())}, {memory}, stops after "
+            f"{_duration(self.state.idle_timeout_s)} idle)"
+        )
+
+
+def status(icetime_dir: str) -> Status:
+    server = ServerFiles(icetime_dir)
+    try:
+        state = server.read_state()
+    except StateUnreadable as exc:
+        return Status(None, None, server.directory, problem=f"unknown (state file: {exc})")
+    if state is None:
+        return Status(None, None, server.directory)
+    if not server_files.alive(state.pid):
+        return Status(
+            None,
+            None,
+            server.directory,
+            problem=f"crashed (pid {state.pid} is gone; the next command starts a new one)",
+        )
+    return Status(state, server_files.resident_mb(state.pid, state.jvm_pid), server.directory)
+
+
+def stop(icetime_dir: str) -> str:
+    """Stop the project's server; what was done, in a sentence."""
+    server = ServerFiles(icetime_dir)
+    with server.start_lock(timeout_s=START_TIMEOUT_S):
+        try:
+            state = server.read_state()
+        except StateUnreadable:
+            state = None
+        if state is None:
+            server.remove_running()
+            return f"No icetime server is running for {icetime_dir}."
+        if server_files.alive(state.pid):
+            server_files.terminate(state.pid)
+            server_files.wait_gone(state.jvm_pid)
+            server.remove_running()
+            return f"Stopped the icetime server (pid {state.pid}, port {state.port})."
+        server.remove_running()
+        return f"The icetime server (pid {state.pid}) had already stopped; cleared its files."
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60}m"

@@ -1,0 +1,219 @@
+"""The warm server's own process: a Spark session with the project's catalog, served over Spark's
+Thrift protocol on loopback, until it has been idle for its timeout.
+
+``python <this file> <server directory>``, started by ``client.ensure`` in a session of its own
+(run as a script, so that it imports only PySpark and ``files``). It reads ``launch.json`` (and
+deletes it), starts Spark exactly as the in-process session would (the same configuration, from
+``embedded.resolve_settings``), adds the Thrift service with icetime's secret check, and writes
+``state.json`` once connections are accepted. It exits, removing every file but its log, when:
+
+- no session has been open, and no client has touched ``last_used``, for the idle timeout;
+- it gets SIGTERM or SIGINT (``icetime.stop_server``, or a client replacing it);
+- its JVM is gone.
+
+Its JVM is PySpark's child and exits when this process does, however it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__:  # imported within icetime (its tests, the type check)
+    from dbt.adapters.icetime.server import files as server_files
+else:  # run as a script (client._start): the package would import dbt, ~2 s for nothing here
+    import files as server_files  # type: ignore[import-not-found,no-redef]
+
+ServerFiles = server_files.ServerFiles
+ServerState = server_files.ServerState
+
+THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+AUTHENTICATOR = "icetime.server.SecretAuthenticator"
+POLL_S = 1.0
+
+
+def _log(message: str) -> None:
+    """A line of the server's log (its standard output is ``server.log``)."""
+    sys.stdout.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} icetime server: {message}\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    directory = Path(argv[0])
+    server = ServerFiles(str(directory.parent))
+    launch = server_files.read_launch(server.path(server_files.LAUNCH))
+    server.new_secret()
+    os.environ["ICETIME_SERVER_SECRET_FILE"] = str(server.path(server_files.SECRET))
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopping.append(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    session = None
+    try:
+        session, thrift = _start(launch)
+        port = _port(thrift)
+        server.path(server_files.LAST_USED).touch(mode=0o600)
+        server.write_state(
+            ServerState(
+                pid=os.getpid(),
+                jvm_pid=int(session._jvm.ProcessHandle.current().pid()),
+                port=port,
+                fingerprint=launch["fingerprint"],
+                version=launch["version"],
+                started_at=time.time(),
+                idle_timeout_s=int(launch["idle_timeout_s"]),
+            )
+        )
+        _log(f"ready on 127.0.0.1:{port}")
+        if os.environ.get("ICETIME_SERVER_WARMUP", "on") == "on":
+            threading.Thread(
+                target=_warm_up,
+                args=(session, port, launch.get("catalog"), server.read_secret()),
+                daemon=True,
+            ).start()
+        _serve(server, thrift, int(launch["idle_timeout_s"]), stopping)
+    finally:
+        server.remove_running()
+    _log("stopped")
+    recording = launch.get("archive_recording")
+    if session is not None and recording:
+        _exit_jvm_keeping_archive(session, launch["archive"], recording)
+    # Otherwise the JVM exits when this process does (PySpark's gateway watches its stdin),
+    # with no Spark shutdown, which would take seconds for nothing.
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def _exit_jvm_keeping_archive(session: Any, final: str, recording: str) -> None:
+    """Let the JVM exit by itself, which is when it writes the class-data archive it records
+    (archive.py), then make that archive the one later servers use."""
+    from pyspark import SparkContext
+
+    process = SparkContext._gateway.proc  # type: ignore[union-attr]
+    with contextlib.suppress(Exception):  # the call never returns: the JVM is gone
+        session._jvm.java.lang.System.exit(0)
+    try:
+        process.wait(timeout=120)
+    except Exception:
+        return
+    if os.path.isfile(recording) and os.path.getsize(recording) > 0:
+        os.replace(recording, final)
+        _log(f"recorded its class-data archive {final}")
+    elif os.path.exists(recording):
+        os.unlink(recording)
+
+
+def _start(launch: dict[str, Any]) -> tuple[Any, Any]:
+    from pyspark.sql import SparkSession
+
+    started = time.monotonic()
+    builder = SparkSession.builder.master(launch["master"]).appName("icetime-server")
+    for key, value in launch["conf"].items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    _log(f"Spark started in {time.monotonic() - started:.1f}s")
+    jvm = session._jvm
+    # Hive builds a fresh configuration for each connection's login check, which sees system
+    # properties but not Spark's; the other settings are read from Spark's at start.
+    jvm.java.lang.System.setProperty("hive.server2.custom.authentication.class", AUTHENTICATOR)
+    server_class = getattr(jvm, THRIFT_SERVER)
+    server = server_class.startWithContext(session._jsparkSession.sqlContext())
+    _log(f"Thrift service started at {time.monotonic() - started:.1f}s")
+    return session, server
+
+
+def _warm_up(session: Any, port: int, catalog: str | None, secret: str) -> None:
+    """Load, once and in the background, what a first command would otherwise wait for: the
+    catalog, the planner and code generation (a statement in the server's own session), and
+    Hive's session machinery (a Thrift session opened and closed: closing the first one starts
+    Hive's embedded metastore, ~3 s)."""
+    started = time.monotonic()
+    try:
+        session.sql("select 1 as warm").collect()
+        if catalog:
+            session.sql(f"show namespaces in `{catalog}`").collect()
+        from pyhive import hive
+
+        connection = hive.connect(
+            host="127.0.0.1",
+            port=port,
+            username="icetime-warm-up",
+            password=secret,
+            auth="CUSTOM",
+            database=catalog or "default",
+        )
+        cursor = connection.cursor()
+        cursor.execute("select 1")
+        cursor.fetchall()
+        cursor.close()
+        connection.close()
+    except Exception as exc:  # a first statement meets the same problem and reports it
+        _log(f"warm-up failed: {exc}")
+        return
+    _log(f"warmed up in {time.monotonic() - started:.1f}s")
+
+
+def _port(thrift: Any, timeout_s: float = 60.0) -> int:
+    """The port the Thrift service bound (it was asked for any free one), once it accepts."""
+    binary = _service(thrift, "ThriftBinaryCLIService")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        port = int(binary.getPortNumber())
+        if port > 0:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise RuntimeError("the Thrift service did not start listening")
+
+
+def _serve(server: ServerFiles, thrift: Any, idle_timeout_s: int, stopping: list[int]) -> None:
+    sessions = _service(thrift, "SparkSQLCLIService").getSessionManager()
+    last_active = time.time()
+    while not stopping:
+        time.sleep(POLL_S)
+        try:
+            open_sessions = int(sessions.getOpenSessionCount())
+        except Exception as exc:  # the JVM is gone: nothing left to serve
+            _log(f"its JVM stopped answering ({exc}); exiting")
+            return
+        now = time.time()
+        if open_sessions:
+            last_active = now
+        last_active = max(last_active, server.last_used())
+        if now - last_active < idle_timeout_s:
+            continue
+        # Idle: exit, unless a client got in while the lock was being taken.
+        with server.start_lock(timeout_s=60):
+            if int(sessions.getOpenSessionCount()) or server.last_used() > last_active:
+                continue
+            server.remove_running()
+        _log(f"idle for {idle_timeout_s}s; exiting")
+        return
+    _log(f"stopping on signal {stopping[0]}")
+
+
+def _service(thrift: Any, suffix: str) -> Any:
+    services = thrift.getServices()
+    for index in range(services.size()):
+        service = services.get(index)
+        if service.getClass().getName().endswith(suffix):
+            return service
+    raise RuntimeError(f"the Thrift server has no {suffix}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -121,6 +121,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ByScope(config, log)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Stop every warm server a test of this process started (dbt processes on the embedded
+    default start one per project), when the process's tests are done."""
+    yield
+    from tests.support import stop_servers_under
+
+    stop_servers_under(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(scope="session")
 def icetime_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Catalog database and warehouse shared by every dbt invocation of this process.

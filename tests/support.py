@@ -41,6 +41,10 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 # The catalog keys (JSON) that replace the zero-config catalog in ``profile_target``: set for a
 # run of the in-process suites on another catalog (test_lakehouse.py's REST lane).
 CATALOG_ENV = "ICETIME_TEST_CATALOG"
+# Set to 1 for a run of in-process suites through the warm local server (test_server_suites.py):
+# profile_target then leaves `server` at true, as a user's profile does; otherwise the suites run
+# Spark in their own process (`server: false`), one session per test worker.
+SERVER_ENV = "ICETIME_TEST_SERVER"
 
 
 @dataclass
@@ -119,6 +123,13 @@ def python(code: str, *args: str) -> str:
 HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
 
 
+def stop_servers_under(root: Path) -> list[str]:
+    """Stop the warm servers of every icetime directory under ``root``; what was done."""
+    from dbt.adapters.icetime.server import client
+
+    return [client.stop(str(state.parent.parent)) for state in root.rglob("server/state.json")]
+
+
 def run_dbt_process_imports(
     project: Path, profiles_dir: Path, *args: str
 ) -> tuple[DbtResult, list[str]]:
@@ -185,6 +196,7 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
         "user": "icetime",
         "threads": 1,
         "spark_conf": {"spark.driver.extraJavaOptions": java_options},
+        "server": os.environ.get(SERVER_ENV) == "1",
         **catalog,
         **overrides,
     }

@@ -7,6 +7,7 @@ turning JVM exceptions into one readable line instead of a Java stack trace.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any, cast
@@ -25,6 +26,20 @@ logger = AdapterLogger("icetime")
 
 # Substrings of JDBC/SQLite errors that mean "another process holds the catalog database".
 LOCKED_MARKERS = ("SQLITE_BUSY", "database is locked", "database table is locked")
+
+
+# How Spark's Thrift service wraps an error: a prefix, and the error class's name between the
+# error's condition and its text ("[X] org.apache...Exception: [X] text").
+THRIFT_PREFIX = "Error running query: "
+REPEATED_CONDITION = re.compile(r"\[([A-Z0-9_.]+)\] (?:[\w$]+\.)+[\w$]+: (\[\1\] .*)", re.DOTALL)
+
+
+def spark_message(message: str) -> str:
+    """A Spark error as the in-process session words it, whichever way it came: a statement's
+    error reads the same through the warm server or a Thrift cluster as in-process."""
+    message = message.removeprefix(THRIFT_PREFIX)
+    repeated = REPEATED_CONDITION.match(message)
+    return repeated.group(2) if repeated else message
 
 
 class IcetimeConnectionManager(SparkConnectionManager):
@@ -114,6 +129,7 @@ class IcetimeConnectionManager(SparkConnectionManager):
 
     def _translate(self, message: str) -> DbtRuntimeError:
         """A failed statement as dbt's database error (dbt-spark raises its runtime error)."""
+        message = spark_message(message)
         if any(marker in message for marker in LOCKED_MARKERS):
             creds = cast(IcetimeCredentials, self.profile.credentials)
             where = CatalogSettings.from_credentials(creds).sqlite_path or creds.catalog_uri

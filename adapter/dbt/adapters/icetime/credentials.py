@@ -222,9 +222,19 @@ class IcetimeCredentials(SparkCredentials):
             "catalog_uri": redact_uri(settings.uri) if settings.uri else None,
             "warehouse": settings.warehouse,
             "catalog_properties": settings.shown_properties() or None,
+            "server": self._server_status(directory),
         }
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, resolved.get(key, value)
+
+    def _server_status(self, directory: str) -> str:
+        if not self.is_embedded:
+            return "none (Spark is the remote server's)"
+        if not self.server:
+            return "off (each command starts Spark in its own process)"
+        from dbt.adapters.icetime.server import client
+
+        return client.status(directory).describe()
 
     def _connection_keys(self) -> tuple[str, ...]:
         # dbt builds the `target` Jinja variable from these keys, so `database` must be one.
@@ -240,6 +250,7 @@ class IcetimeCredentials(SparkCredentials):
             "icetime_dir",
             "warehouse",
             "spark_master",
+            "server",
         )
 
 

@@ -32,6 +32,10 @@ class EnvironmentSetupError(IcetimeError):
     """Something the embedded Spark session needs is missing from the machine."""
 
 
+class ServerLostError(IcetimeError):
+    """The warm local Spark server stopped while a command was using it."""
+
+
 class CatalogError(IcetimeError):
     """The Iceberg catalog could not answer; never taken to mean 'nothing there'."""
 
@@ -120,6 +124,10 @@ SERVER_START_FAILED = (
     "icetime's local Spark server for {directory} did not start: {reason}\n"
     "Its log is {log}. To run without it, set 'server: false' in the profile (each command "
     "then starts Spark in its own process)."
+)
+SERVER_NOT_RUNNING = (
+    "No icetime server is running for {directory}. Any dbt command of the project that needs "
+    "Spark starts it: run `dbt debug` there first."
 )
 SERVER_NEEDS_JAVAC = (
     "icetime's local Spark server compiles a small login check once per machine with 'javac', "

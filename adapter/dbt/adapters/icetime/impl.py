@@ -471,6 +471,18 @@ class IcetimeAdapter(SparkAdapter):
         database: str | None = self.config.credentials.database
         return database
 
+    @available
+    def icetime_server(self, action: str) -> str:
+        """The project's warm local Spark server: its status, or stop it (a sentence)."""
+        creds = self.config.credentials
+        if not creds.uses_server:
+            return "This target runs no icetime server (server: false, or a remote method)."
+        from dbt.adapters.icetime.server import client
+
+        if action == "stop":
+            return client.stop(creds.icetime_dir)
+        return f"icetime server for {creds.icetime_dir}: {client.status(creds.icetime_dir).describe()}"
+
     def debug_query(self) -> None:
         self.execute("select 1 as id")
 

@@ -9,7 +9,6 @@ started at once therefore start one server, not one each.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import hashlib
 import json
@@ -19,12 +18,11 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.__version__ import version as icetime_version
@@ -33,6 +31,7 @@ from dbt.adapters.icetime.server import auth
 from dbt.adapters.icetime.server import files as server_files
 from dbt.adapters.icetime.server.archive import class_archive
 from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
+from dbt.adapters.icetime.server.handle import ServerConnectionWrapper
 
 logger = AdapterLogger("icetime")
 
@@ -47,8 +46,9 @@ _endpoints_lock = threading.Lock()
 @dataclass(frozen=True)
 class Endpoint:
     port: int
-    secret: str
+    secret: str = field(repr=False)
     pid: int
+    log: str
 
 
 def connect(creds: IcetimeCredentials) -> Any:
@@ -57,26 +57,15 @@ def connect(creds: IcetimeCredentials) -> Any:
 
     endpoint = ensure(creds)
     try:
-        return ServerConnectionWrapper(_open(hive, endpoint, creds))
+        handle = _open(hive, endpoint, creds)
     except Exception as exc:
         # The server ended between the check and the connection (its idle exit, or a crash):
         # once more, from the start.
         logger.debug(f"icetime server on port {endpoint.port} refused a connection: {exc}")
         forget(creds)
-        return ServerConnectionWrapper(_open(hive, ensure(creds), creds))
-
-
-class ServerConnectionWrapper(PyhiveConnectionWrapper):
-    """dbt-spark's Thrift connection, closed by dropping it: the server closes a session whose
-    client went away, after the command has ended (closing the server's first session takes it
-    ~3 s, which no command need wait for)."""
-
-    def close(self) -> None:
-        if self._cursor:
-            with contextlib.suppress(Exception):
-                self._cursor.close()
-        with contextlib.suppress(Exception):
-            self.handle._transport.close()
+        endpoint = ensure(creds)
+        handle = _open(hive, endpoint, creds)
+    return ServerConnectionWrapper(handle, endpoint)
 
 
 def _open(hive: Any, endpoint: Endpoint, creds: IcetimeCredentials) -> Any:
@@ -147,7 +136,7 @@ def _usable(server: ServerFiles, wanted: str) -> Endpoint | None:
         secret = server.read_secret()
     except FileNotFoundError:  # it is exiting
         return None
-    return Endpoint(state.port, secret, state.pid)
+    return Endpoint(state.port, secret, state.pid, str(server.path(server_files.LOG)))
 
 
 def _retire(server: ServerFiles, wanted: str) -> None:
@@ -206,6 +195,7 @@ def _start(
     with open(log, "w") as out:
         process = subprocess.Popen(
             [sys.executable, str(DAEMON), str(server.directory)],
+            env=_server_environment(),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -252,6 +242,22 @@ THRIFT_CONF = {
     "spark.hadoop.hive.server2.enable.doAs": "false",
     "spark.sql.hive.thriftServer.singleSession": "false",
 }
+
+
+def _server_environment() -> dict[str, str]:
+    """This process's environment for the server, less class-data archive options a caller put
+    in SPARK_SUBMIT_OPTS for its own JVMs: the server chooses its own (archive.py), and a JVM
+    given two archives refuses to start."""
+    env = dict(os.environ)
+    options = env.get("SPARK_SUBMIT_OPTS")
+    if options:
+        kept = [
+            option
+            for option in options.split()
+            if not option.startswith(("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit="))
+        ]
+        env["SPARK_SUBMIT_OPTS"] = " ".join(kept)
+    return env
 
 
 def fingerprint(settings: embedded.EmbeddedSettings) -> str:
@@ -304,6 +310,34 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 
 # -- what a user sees and does ------------------------------------------------------------------
+
+
+def connect_writer(icetime_dir: str = ".icetime", catalog: str = "icetime") -> Any:
+    """A DB-API connection (PyHive) to the running server of ``icetime_dir``, for an ingestion
+    job, a notebook or a script writing beside dbt: statements go through the process that
+    owns the catalog, like every dbt command's. The server must be running (any dbt command
+    that needs Spark starts it, ``dbt debug`` included); an open connection keeps it running.
+    """
+    from pyhive import hive
+
+    server = ServerFiles(os.path.abspath(icetime_dir))
+    try:
+        state = server.read_state()
+        secret = server.read_secret() if state is not None else None
+    except (StateUnreadable, FileNotFoundError):
+        state, secret = None, None
+    if state is None or secret is None or not server_files.alive(state.pid):
+        raise errors.EnvironmentSetupError(errors.SERVER_NOT_RUNNING.format(directory=icetime_dir))
+    server.touch_last_used()
+    return hive.connect(
+        host=HOST,
+        port=state.port,
+        username=getpass.getuser(),
+        password=secret,
+        auth="CUSTOM",
+        database=catalog,
+    )
+
 
 
 @dataclass(frozen=True)

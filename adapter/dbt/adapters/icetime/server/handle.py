@@ -1,0 +1,96 @@
+"""A connection's handle on the warm server: dbt-spark's Thrift wrapper, made for a server on
+the same machine.
+
+- Statements are polled from 5 ms, doubling to 200 ms (dbt-spark sleeps 5 s between polls, made
+  for remote clusters: a 0.3 s statement would take 5 s).
+- Bindings become literals as in the in-process session (``sql.sql_literal``).
+- A lost connection is not retried (the server is gone; the statement may or may not have run):
+  it is one clear error naming the server, and the next command starts a new one.
+- Closing drops the connection: the server closes the session itself, after the command ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper
+from dbt_common.exceptions import DbtDatabaseError
+from thrift.transport.TTransport import TTransportException
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.server import files as server_files
+from dbt.adapters.icetime.sql import sql_literal
+
+if TYPE_CHECKING:
+    from dbt.adapters.icetime.server.client import Endpoint
+
+# What a connection whose server went away raises (a refused, reset or closed socket).
+LOST = (ConnectionError, EOFError, TTransportException)
+FIRST_POLL_S = 0.005
+LONGEST_POLL_S = 0.2
+
+
+class ServerConnectionWrapper(PyhiveConnectionWrapper):
+    def __init__(self, handle: Any, endpoint: Endpoint) -> None:
+        super().__init__(handle, query_retries=0)
+        self.endpoint = endpoint
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> str:  # type: ignore[override]
+        return sql_literal(value)
+
+    def execute(self, sql: str, bindings: list[Any] | None = None) -> None:
+        from pyhive.hive import ttypes
+
+        if sql.strip().endswith(";"):
+            sql = sql.strip()[:-1]
+        if bindings is not None:
+            bindings = [self._fix_binding(value) for value in bindings]
+        assert self._cursor is not None, "Cursor not available"
+        pending = (
+            ttypes.TOperationState.INITIALIZED_STATE,
+            ttypes.TOperationState.RUNNING_STATE,
+            ttypes.TOperationState.PENDING_STATE,
+        )
+        try:
+            self._cursor.execute(sql, bindings, async_=True)
+            status = self._cursor.poll()
+            wait = FIRST_POLL_S
+            while status.operationState in pending:
+                time.sleep(wait)
+                wait = min(wait * 2, LONGEST_POLL_S)
+                status = self._cursor.poll()
+        except LOST as exc:
+            raise self.lost(exc) from exc
+        if status.errorMessage:
+            raise DbtDatabaseError(status.errorMessage)
+        if status.operationState != ttypes.TOperationState.FINISHED_STATE:
+            name = ttypes.TOperationState._VALUES_TO_NAMES.get(status.operationState, "unknown")
+            raise DbtDatabaseError(f"Query failed with status: {name}")
+
+    def fetchall(self) -> Any:
+        try:
+            return super().fetchall()
+        except LOST as exc:
+            raise self.lost(exc) from exc
+
+    def lost(self, exc: BaseException) -> errors.IcetimeError:
+        endpoint = self.endpoint
+        if server_files.alive(endpoint.pid):
+            reason = f"the connection broke ({type(exc).__name__}: {exc})"
+        else:
+            reason = "its process is gone (killed, or it crashed)"
+        return errors.ServerLostError(
+            errors.SERVER_LOST.format(
+                pid=endpoint.pid, port=endpoint.port, reason=reason, log=endpoint.log
+            )
+        )
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            with contextlib.suppress(Exception):
+                self._cursor.close()
+        with contextlib.suppress(Exception):
+            self.handle._transport.close()

@@ -481,7 +481,8 @@ class IcetimeAdapter(SparkAdapter):
 
         if action == "stop":
             return client.stop(creds.icetime_dir)
-        return f"icetime server for {creds.icetime_dir}: {client.status(creds.icetime_dir).describe()}"
+        described = client.status(creds.icetime_dir).describe()
+        return f"icetime server for {creds.icetime_dir}: {described}"
 
     def debug_query(self) -> None:
         self.execute("select 1 as id")

@@ -130,12 +130,12 @@ SERVER_NOT_RUNNING = (
     "Spark starts it: run `dbt debug` there first."
 )
 SERVER_NEEDS_JAVAC = (
-    "icetime's local Spark server compiles a small login check once per machine with 'javac', "
+    "icetime's local Spark server compiles two small classes once per machine with 'javac', "
     "and none was found (JAVA_HOME={java_home!r}, PATH searched). Install a JDK with "
     "'apt-get install openjdk-17-jdk-headless' (scripts/bootstrap.sh does), or set "
     "'server: false' in the profile to run Spark inside each command."
 )
-SERVER_AUTH_COMPILE = "icetime could not compile its local Spark server's login check: {reason}"
+SERVER_CLASSES_COMPILE = "icetime could not compile its local Spark server's classes: {reason}"
 SERVER_LOST = (
     "icetime's local Spark server (pid {pid}, port {port}) stopped during this command: "
     "{reason}\nThe statement may or may not have run; the next command starts a new server. "

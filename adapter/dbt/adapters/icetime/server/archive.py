@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbt.adapters.icetime.server.auth import cache_root
+from dbt.adapters.icetime.server.java import cache_root
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def class_archive(class_path: list[str]) -> ClassArchive:
         key.update(part.encode())
         with contextlib.suppress(OSError):
             key.update(str(int(os.stat(part).st_mtime)).encode())
-    final = cache_root().parent / "class-archives" / f"{key.hexdigest()[:24]}.jsa"
+    final = cache_root() / "class-archives" / f"{key.hexdigest()[:24]}.jsa"
     if final.is_file():
         return ClassArchive(final, None)
     final.parent.mkdir(parents=True, exist_ok=True)

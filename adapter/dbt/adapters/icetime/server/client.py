@@ -27,8 +27,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.__version__ import version as icetime_version
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.server import auth
 from dbt.adapters.icetime.server import files as server_files
+from dbt.adapters.icetime.server import java
 from dbt.adapters.icetime.server.archive import class_archive
 from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
 from dbt.adapters.icetime.server.handle import ServerConnectionWrapper
@@ -173,10 +173,12 @@ def _start(
     conf = dict(settings.conf)
     # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
     # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
-    class_path = [str(auth.authenticator_jar()), *settings.jars]
+    class_path = [str(java.server_jar(settings.jars[0])), *settings.jars]
     extra = conf.get("spark.driver.extraClassPath")
     conf["spark.driver.extraClassPath"] = ":".join([*class_path, *([extra] if extra else [])])
     conf.update(THRIFT_CONF)
+    conf.update(shared_catalog_conf(settings))
+    conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))
     archive = class_archive(class_path)
     options = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{options} {archive.java_options()}".strip()
@@ -260,6 +262,31 @@ def _server_environment() -> dict[str, str]:
     return env
 
 
+def shared_catalog_conf(settings: embedded.EmbeddedSettings) -> dict[str, str]:
+    """The profile's Iceberg catalog as one instance for all the server's sessions; on SQLite,
+    with one connection, so that commits from concurrent commands queue (java.py)."""
+    catalog = settings.catalog
+    if catalog.kind == "server":
+        return {}
+    conf = {f"spark.sql.catalog.{catalog.name}": java.SHARED_CATALOG}
+    if catalog.kind == "sqlite":
+        conf[f"spark.sql.catalog.{catalog.name}.clients"] = "1"
+    return conf
+
+
+def hive_scratch_conf(scratch: Path) -> dict[str, str]:
+    """Hive's per-session directories and logs, inside the server's own directory (removed when
+    it exits), not scattered over /tmp; no per-statement operation logs."""
+    return {
+        "spark.hadoop.hive.exec.scratchdir": str(scratch / "scratch"),
+        "spark.hadoop.hive.exec.local.scratchdir": str(scratch / "local"),
+        "spark.hadoop.hive.downloaded.resources.dir": str(scratch / "${hive.session.id}_resources"),
+        "spark.hadoop.hive.querylog.location": str(scratch / "querylog"),
+        "spark.hadoop.hive.server2.logging.operation.enabled": "false",
+        "spark.hadoop.hive.server2.logging.operation.log.location": str(scratch / "operation_logs"),
+    }
+
+
 def fingerprint(settings: embedded.EmbeddedSettings) -> str:
     """What a server must have been started with to serve this profile: the icetime and Spark
     versions, the Python, the master, the Spark settings and each jar's size and time."""
@@ -288,8 +315,9 @@ def server_code_digest() -> str:
     """The code the server itself runs: its process, its files and its login check."""
     digest = hashlib.sha256()
     here = Path(__file__).parent
-    for name in ("daemon.py", "files.py", auth.SOURCE.name):
+    for name in ("daemon.py", "files.py"):
         digest.update((here / name).read_bytes())
+    digest.update(java.source_digest().encode())
     return digest.hexdigest()[:16]
 
 
@@ -337,7 +365,6 @@ def connect_writer(icetime_dir: str = ".icetime", catalog: str = "icetime") -> A
         auth="CUSTOM",
         database=catalog,
     )
-
 
 
 @dataclass(frozen=True)

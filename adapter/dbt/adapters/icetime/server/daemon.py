@@ -35,7 +35,7 @@ ServerFiles = server_files.ServerFiles
 ServerState = server_files.ServerState
 
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-AUTHENTICATOR = "icetime.server.SecretAuthenticator"
+AUTHENTICATOR = "icetime.server.SecretAuthenticator"  # java.py
 POLL_S = 1.0
 
 
@@ -127,6 +127,10 @@ def _start(launch: dict[str, Any]) -> tuple[Any, Any]:
     # Hive builds a fresh configuration for each connection's login check, which sees system
     # properties but not Spark's; the other settings are read from Spark's at start.
     jvm.java.lang.System.setProperty("hive.server2.custom.authentication.class", AUTHENTICATOR)
+    # The embedded Derby database Hive's session machinery opens logs beside it, not in the cwd.
+    scratch = launch["conf"]["spark.hadoop.hive.exec.local.scratchdir"]
+    os.makedirs(scratch, exist_ok=True)
+    jvm.java.lang.System.setProperty("derby.stream.error.file", f"{scratch}/derby.log")
     server_class = getattr(jvm, THRIFT_SERVER)
     server = server_class.startWithContext(session._jsparkSession.sqlContext())
     _log(f"Thrift service started at {time.monotonic() - started:.1f}s")

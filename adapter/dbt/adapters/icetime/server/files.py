@@ -9,6 +9,7 @@
   activity for the idle timeout.
 - ``start.lock``: held while a client starts (or replaces) the server, and by the server while it
   decides to exit; it exists only while held.
+- ``scratch/``: Hive's per-session directories and Derby's log, removed when it exits.
 - ``server.log``: the server's output, kept after it exits.
 """
 
@@ -20,6 +21,7 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -34,6 +36,7 @@ LAUNCH = "launch.json"
 LAST_USED = "last_used"
 LOCK = "start.lock"
 LOG = "server.log"
+SCRATCH = "scratch"  # Hive's session directories and Derby's log
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ class ServerFiles:
         for name in (STATE, SECRET, LAUNCH, LAST_USED):
             with contextlib.suppress(FileNotFoundError):
                 self.path(name).unlink()
+        shutil.rmtree(self.path(SCRATCH), ignore_errors=True)
 
     # -- the start lock -----------------------------------------------------------------------
 

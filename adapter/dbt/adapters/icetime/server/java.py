@@ -1,0 +1,94 @@
+"""The warm server's own Java classes, compiled once per machine from the sources beside this
+module and kept, as one jar, in the user's cache directory:
+
+- ``SecretAuthenticator``: Spark's Thrift service checks a login with a class of Hive's
+  ``PasswdAuthenticationProvider`` interface, named by a setting and loaded by name; none that
+  ships compares a password with a secret.
+- ``SharedSparkCatalog``: Iceberg's Spark catalog with one Iceberg catalog for every session of
+  the server (one connection pool), so that concurrent writers queue instead of failing.
+
+They are compiled with the JDK's ``javac``, which the bootstrap installs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+from dbt.adapters.icetime import errors
+
+SOURCES = tuple(
+    Path(__file__).with_name(name)
+    for name in ("SecretAuthenticator.java", "SharedSparkCatalog.java")
+)
+AUTHENTICATOR = "icetime.server.SecretAuthenticator"
+SHARED_CATALOG = "icetime.server.SharedSparkCatalog"
+
+
+def source_digest() -> str:
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "icetime")
+
+
+def server_jar(iceberg_jar: str) -> Path:
+    """The jar of the server's classes, compiled first when missing. A jar, not a class
+    directory: a JVM that maps a class-data archive (archive.py) takes no directories on its
+    class path."""
+    target = cache_root() / "server-classes" / f"icetime-server-{source_digest()}.jar"
+    if target.is_file():
+        return target
+    javac = _javac()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
+    try:
+        class_path = ":".join([os.path.join(_spark_jars(), "*"), iceberg_jar])
+        result = subprocess.run(
+            [javac, "-d", str(building / "classes"), "-cp", class_path, *map(str, SOURCES)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise errors.EnvironmentSetupError(
+                errors.SERVER_CLASSES_COMPILE.format(
+                    reason=(result.stderr or result.stdout).strip()
+                )
+            )
+        packed = building / target.name
+        with zipfile.ZipFile(packed, "w") as jar:
+            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+            for compiled in sorted((building / "classes").rglob("*.class")):
+                jar.write(compiled, compiled.relative_to(building / "classes").as_posix())
+        os.replace(packed, target)  # atomic: a concurrent compile replaces it with the same
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+def _javac() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(os.path.join(java_home, "bin", "javac"), os.X_OK):
+        return os.path.join(java_home, "bin", "javac")
+    found = shutil.which("javac")
+    if found:
+        return found
+    raise errors.EnvironmentSetupError(errors.SERVER_NEEDS_JAVAC.format(java_home=java_home))
+
+
+def _spark_jars() -> str:
+    import pyspark
+
+    return os.path.join(os.path.dirname(pyspark.__file__), "jars")

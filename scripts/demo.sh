@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's main job: set up, then run the orbital-registry demo project end to end on the
-# embedded default (local Spark session, Iceberg JDBC catalog on SQLite under .icetime/).
+# embedded default (the project's warm local Spark server, Iceberg JDBC catalog on SQLite under
+# .icetime/).
 # With --cluster: the same demo through dbt-spark's thrift method on a Spark standalone cluster
 # started on this machine (scripts/cluster.sh; PostgreSQL catalog), stopped at the end.
 # With --lakehouse: the same demo on an Iceberg REST catalog whose tables live in S3 object
@@ -30,8 +31,10 @@ fi
 if [ "$mode" = --lakehouse ]; then
   lake_dir="$root/.icetime-lakehouse"
   lakehouse() { (cd "$root" && python -m tests.lakehouse "$@"); }
-  lakehouse down "$lake_dir" && rm -rf "$lake_dir"
-  trap 'lakehouse down "$lake_dir"' EXIT
+  stop_server() { python -m dbt.adapters.icetime.server stop "$lake_dir/icetime" >/dev/null; }
+  stop_server; lakehouse down "$lake_dir" && rm -rf "$lake_dir"
+  # The warm server reads the REST catalog: stopped with it.
+  trap 'stop_server; lakehouse down "$lake_dir"' EXIT
   # Starts both servers, writes $lake_dir/profiles.yml (the demo's targets on them) and prints
   # what those read: AWS_* keys, ICETIME_REST_URI, ICETIME_REST_CREDENTIAL, ICETIME_S3_ENDPOINT.
   eval "$(lakehouse up "$lake_dir")"
@@ -41,12 +44,15 @@ fi
 
 step() { printf '\n\033[1;36m== %s\033[0m\n$ %s\n' "$1" "$2"; eval "$2"; }
 
-# A fresh registry every time: the demo's catalog and warehouse live in .icetime/.
+# A fresh registry every time: the demo's catalog and warehouse live in .icetime/ (a warm server
+# from an earlier run serves that catalog: stopped first).
+python -m dbt.adapters.icetime.server stop .icetime >/dev/null
 rm -rf .icetime target
 started=$(date +%s)
 
 step "Install the icetime macro package (packages.yml points at this repository)" "dbt deps"
-step "Check the connection (starts Spark with Iceberg; no configuration beyond the profile)" \
+step "Check the connection (starts the project's warm Spark server with Iceberg; no configuration
+   beyond the profile; every later command connects to it)" \
   "dbt debug"
 for batch in 1 2 3; do
   # The instant operators last saw the registry before batch 3 arrived.
@@ -151,6 +157,12 @@ step "Iceberg history of the raw objects table" \
 step "dbt docs generate: each Iceberg table's current snapshot, snapshot count and recorded inputs,
    from its metadata (no data read), in the catalog's stats" \
   "dbt docs generate >/dev/null && python \"$root/scripts/catalog_stats.py\" target/catalog.json"
+
+if [ "$mode" != --cluster ]; then
+  step "The warm server every command above used: still running, for the next command; it exits
+   by itself after 30 minutes idle (dbt run-operation icetime.stop_server stops it now)" \
+    "dbt run-operation icetime.server_status"
+fi
 
 printf '\n\033[1mDemo finished in %ss.\033[0m Catalog and warehouse: %s\n' \
   "$(( $(date +%s) - started ))" "$where"

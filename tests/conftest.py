@@ -37,6 +37,8 @@ OWN_SCOPE_PARAMS = (
     "[cluster_lakehouse]",
     "[rest_conformance]",
     "[rest_cdf_property]",
+    "[server_conformance]",
+    "[server_cdf_property]",
 )
 
 
@@ -59,6 +61,9 @@ SLOWEST = (
     "test_integration.py[lakehouse]",  # the same on a REST catalog over S3
     "test_lakehouse_suites.py[rest_cdf_property]",  # ~420 at 4 steps: CDF property on REST
     "test_lakehouse_suites.py[rest_conformance]",  # ~420: dbt's basic and incremental classes
+    "test_server_suites.py[server_cdf_property]",  # the property test through the warm server
+    "test_server_suites.py[server_conformance]",  # dbt's classes through the warm server
+    "test_server.py",  # the warm server's life, security and concurrency
     "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
     "test_fail_closed.py",  # ~130 in three scopes

@@ -123,11 +123,28 @@ def python(code: str, *args: str) -> str:
 HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
 
 
+def run_suite_lane(files: tuple[str, ...], env: dict[str, str], base: Path) -> None:
+    """Run in-process test ``files`` whole, in a pytest process of their own with ``env`` added
+    (another catalog, or the warm server), and check every test of them passed there."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    environment.update(env)
+    command = [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q"]
+    command += ["-o", "addopts=", f"--basetemp={base}", *files]
+    done = subprocess.run(
+        command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=1500
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    # Every test of the lane ran there (none skipped or deselected).
+    assert "skipped" not in summary and "deselected" not in summary, summary
+
+
 def stop_servers_under(root: Path) -> list[str]:
     """Stop the warm servers of every icetime directory under ``root``; what was done."""
-    from dbt.adapters.icetime.server import client
+    from dbt.adapters.icetime.server import control
 
-    return [client.stop(str(state.parent.parent)) for state in root.rglob("server/state.json")]
+    return [control.stop(str(state.parent.parent)) for state in root.rglob("server/state.json")]
 
 
 def run_dbt_process_imports(

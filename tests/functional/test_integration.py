@@ -3,13 +3,15 @@
 Every step is a real `dbt` process on a fresh copy of `integration_tests/` (the demo's orbital
 registry). The module runs twice:
 
-- ``embedded``: `method: session`, a local Spark session, Iceberg JDBC catalog on SQLite;
+- ``embedded``: `method: session`, the project's warm local Spark server (every step's dbt
+  process connects to it), Iceberg JDBC catalog on SQLite;
 - ``cluster``: `method: thrift` to a Spark Thrift Server on a standalone master with two workers,
   Iceberg JDBC catalog in PostgreSQL (``tests/cluster.py``), pyiceberg on the same catalog;
 - ``cluster_spark_sql``: the same cluster with `catalog_type: server`: a client that cannot open
   the catalog reads metadata through Spark SQL and table files straight from storage;
-- ``lakehouse``: `method: session` on an Iceberg REST catalog whose files live in S3, both
-  servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog reads back;
+- ``lakehouse``: `method: session` (the warm server) on an Iceberg REST catalog whose files live
+  in S3, both servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog
+  reads back;
 - ``cluster_lakehouse``: `method: thrift` to a cluster of its own whose Thrift Server's catalog
   is that REST catalog, its workers sharing the tables' files through S3.
 
@@ -36,7 +38,7 @@ from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
 from tests.jvm import FAST_START
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.lakehouse import write_profiles as write_lake_profiles
-from tests.support import pyiceberg_catalog, run_dbt_process
+from tests.support import pyiceberg_catalog, run_dbt_process, stop_servers_under
 
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 
@@ -111,6 +113,8 @@ def deployment(
         ignore=shutil.ignore_patterns(".icetime*", "target", "logs", "dbt_packages"),
     )
     (project / "packages.yml").write_text(f"packages:\n  - local: {DEMO.parent}\n")
+    # The embedded deployments' dbt processes share the project's warm server: stopped here.
+    request.addfinalizer(lambda: stop_servers_under(project))
     if request.param == "cluster_lakehouse":
         # A cluster of its own whose catalog is REST and whose workers share the tables'
         # files through S3, on servers of its own (started and stopped here).

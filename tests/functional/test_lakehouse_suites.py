@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.lakehouse import Lakehouse
-from tests.support import CATALOG_ENV, ROOT
+from tests.support import CATALOG_ENV, run_suite_lane
 
 pytestmark = [pytest.mark.lakehouse, pytest.mark.slow]
 
@@ -41,15 +39,6 @@ REST_PROPERTY_STEPS = "4"
 def test_suite_on_a_rest_catalog_over_s3(lakehouse: Lakehouse, tmp_path: Path, lane: str) -> None:
     keys = lakehouse.profile(tmp_path / "unused")
     catalog = {k: keys[k] for k in ("catalog_type", "catalog_uri", "catalog_properties")}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(lakehouse.environment())
-    env[CATALOG_ENV] = json.dumps(catalog)
-    env.setdefault("ICETIME_PROPERTY_STEPS", REST_PROPERTY_STEPS)
-    command = [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q"]
-    command += ["-o", "addopts=", f"--basetemp={tmp_path / 'run'}", *LANES[lane]]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
-    # Every test of the lane ran there (none skipped or deselected).
-    assert "skipped" not in summary and "deselected" not in summary, summary
+    env = {**lakehouse.environment(), CATALOG_ENV: json.dumps(catalog)}
+    env["ICETIME_PROPERTY_STEPS"] = os.environ.get("ICETIME_PROPERTY_STEPS", REST_PROPERTY_STEPS)
+    run_suite_lane(LANES[lane], env, tmp_path / "run")

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dbt.adapters.icetime.server import client
+from dbt.adapters.icetime.server import client, control
 from dbt.adapters.icetime.server.files import ServerFiles, alive
 from tests.support import DBT, ROOT, run_dbt_process, write_project
 
@@ -126,7 +126,7 @@ def wait_until(condition: Any, timeout_s: float, what: str) -> float:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     project = new_project(tmp_path_factory.mktemp("warm") / "project")
     yield project
-    client.stop(str(project / ".icetime"))
+    control.stop(str(project / ".icetime"))
 
 
 class TestWarmServer:

@@ -40,6 +40,7 @@ INFRASTRUCTURE = {
     "environment",
     "listing",
     "relation",
+    "server",
 }
 ENGINE = {"changes"}
 FEATURES = {"builds", "cdf", "clones", "history", "pins", "scd", "wap"}

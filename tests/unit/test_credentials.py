@@ -221,3 +221,35 @@ def test_a_cache_that_cannot_be_written_is_passed_over(
     finally:
         schemas.kept.cache_clear()
     assert list(tmp_path.iterdir()) == [blocked]  # no part file left behind
+
+
+def test_the_warm_server_is_on_by_default_for_the_session_method() -> None:
+    creds = parse()
+    assert creds.server is True and creds.uses_server
+    assert creds.server_idle_timeout_s == 30 * 60
+    assert not parse(server=False).uses_server
+    remote = IcetimeCredentials.from_dict(
+        {"method": "thrift", "host": "h", "port": 10000, "schema": "a", "user": "u"}
+    )
+    assert not remote.uses_server  # a remote method's Spark is the server's own
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("90s", 90), ("2h", 7200), (600, 600), ("10S", 10)])
+def test_the_idle_timeout_takes_a_duration_or_seconds(value: Any, seconds: int) -> None:
+    assert parse(server_idle_timeout=value).server_idle_timeout_s == seconds
+
+
+@pytest.mark.parametrize("value", ["5x", "5s", "8d", "", "30 minutes", 3])
+def test_a_bad_idle_timeout_names_the_value_and_what_is_accepted(value: Any) -> None:
+    with pytest.raises(errors.ConfigurationError) as raised:
+        parse(server_idle_timeout=value)
+    message = str(raised.value)
+    assert "'server_idle_timeout'" in message and repr(value) in message
+    assert "a duration such as 30m, 90s, 2h (at least 10s, at most 7d)" in message
+
+
+def test_dbt_debug_shows_the_server(tmp_path: Path) -> None:
+    shown = dict(parse(icetime_dir=str(tmp_path)).connection_info())
+    assert shown["server"] == "not running (the next command that needs Spark starts it)"
+    off = dict(parse(icetime_dir=str(tmp_path), server=False).connection_info())
+    assert off["server"] == "off (each command starts Spark in its own process)"

@@ -232,9 +232,9 @@ class IcetimeCredentials(SparkCredentials):
             return "none (Spark is the remote server's)"
         if not self.server:
             return "off (each command starts Spark in its own process)"
-        from dbt.adapters.icetime.server import client
+        from dbt.adapters.icetime.server import control
 
-        return client.status(directory).describe()
+        return control.status(directory).describe()
 
     def _connection_keys(self) -> tuple[str, ...]:
         # dbt builds the `target` Jinja variable from these keys, so `database` must be one.

@@ -477,11 +477,11 @@ class IcetimeAdapter(SparkAdapter):
         creds = self.config.credentials
         if not creds.uses_server:
             return "This target runs no icetime server (server: false, or a remote method)."
-        from dbt.adapters.icetime.server import client
+        from dbt.adapters.icetime.server import control
 
         if action == "stop":
-            return client.stop(creds.icetime_dir)
-        described = client.status(creds.icetime_dir).describe()
+            return control.stop(creds.icetime_dir)
+        described = control.status(creds.icetime_dir).describe()
         return f"icetime server for {creds.icetime_dir}: {described}"
 
     def debug_query(self) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from dbt.adapters.icetime.server import client
+from dbt.adapters.icetime.server import control
 
 
 def main(argv: list[str]) -> int:
@@ -15,9 +15,9 @@ def main(argv: list[str]) -> int:
         return 2
     directory = argv[1] if len(argv) == 2 else ".icetime"
     if argv[0] == "stop":
-        print(client.stop(directory))
+        print(control.stop(directory))
     else:
-        print(f"icetime server for {directory}: {client.status(directory).describe()}")
+        print(f"icetime server for {directory}: {control.status(directory).describe()}")
     return 0
 
 

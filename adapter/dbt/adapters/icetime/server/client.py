@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,8 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.server import files as server_files
 from dbt.adapters.icetime.server import java
 from dbt.adapters.icetime.server.archive import class_archive
-from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
-from dbt.adapters.icetime.server.handle import ServerConnectionWrapper
+from dbt.adapters.icetime.server.files import ServerFiles, StateUnreadable
+from dbt.adapters.icetime.server.handle import Endpoint, ServerConnectionWrapper
 
 logger = AdapterLogger("icetime")
 
@@ -41,14 +40,6 @@ HOST = "127.0.0.1"
 
 _endpoints: dict[str, Endpoint] = {}
 _endpoints_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    port: int
-    secret: str = field(repr=False)
-    pid: int
-    log: str
 
 
 def connect(creds: IcetimeCredentials) -> Any:
@@ -337,7 +328,7 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(line for line in text[-lines:] if not line.lstrip().startswith("at "))
 
 
-# -- what a user sees and does ------------------------------------------------------------------
+# -- other writers ------------------------------------------------------------------------------
 
 
 def connect_writer(icetime_dir: str = ".icetime", catalog: str = "icetime") -> Any:
@@ -365,70 +356,3 @@ def connect_writer(icetime_dir: str = ".icetime", catalog: str = "icetime") -> A
         auth="CUSTOM",
         database=catalog,
     )
-
-
-@dataclass(frozen=True)
-class Status:
-    state: ServerState | None
-    memory_mb: int | None
-    directory: Path
-    problem: str | None = None
-
-    def describe(self) -> str:
-        if self.problem is not None:
-            return self.problem
-        if self.state is None:
-            return "not running (the next command that needs Spark starts it)"
-        memory = f"{self.memory_mb} MB" if self.memory_mb is not None else "memory unknown"
-        return (
-            f"running (pid {self.state.pid}, port {self.state.port}, "
-            f"up {_duration(self.state.uptime_s())}, {memory}, stops after "
-            f"{_duration(self.state.idle_timeout_s)} idle)"
-        )
-
-
-def status(icetime_dir: str) -> Status:
-    server = ServerFiles(icetime_dir)
-    try:
-        state = server.read_state()
-    except StateUnreadable as exc:
-        return Status(None, None, server.directory, problem=f"unknown (state file: {exc})")
-    if state is None:
-        return Status(None, None, server.directory)
-    if not server_files.alive(state.pid):
-        return Status(
-            None,
-            None,
-            server.directory,
-            problem=f"crashed (pid {state.pid} is gone; the next command starts a new one)",
-        )
-    return Status(state, server_files.resident_mb(state.pid, state.jvm_pid), server.directory)
-
-
-def stop(icetime_dir: str) -> str:
-    """Stop the project's server; what was done, in a sentence."""
-    server = ServerFiles(icetime_dir)
-    with server.start_lock(timeout_s=START_TIMEOUT_S):
-        try:
-            state = server.read_state()
-        except StateUnreadable:
-            state = None
-        if state is None:
-            server.remove_running()
-            return f"No icetime server is running for {icetime_dir}."
-        if server_files.alive(state.pid):
-            server_files.terminate(state.pid)
-            server_files.wait_gone(state.jvm_pid)
-            server.remove_running()
-            return f"Stopped the icetime server (pid {state.pid}, port {state.port})."
-        server.remove_running()
-        return f"The icetime server (pid {state.pid}) had already stopped; cleared its files."
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m {seconds % 60}s"
-    return f"{seconds // 3600}h {seconds % 3600 // 60}m"

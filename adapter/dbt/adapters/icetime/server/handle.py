@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt_common.exceptions import DbtDatabaseError
@@ -23,13 +24,20 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.server import files as server_files
 from dbt.adapters.icetime.sql import sql_literal
 
-if TYPE_CHECKING:
-    from dbt.adapters.icetime.server.client import Endpoint
-
 # What a connection whose server went away raises (a refused, reset or closed socket).
 LOST = (ConnectionError, EOFError, TTransportException)
 FIRST_POLL_S = 0.005
 LONGEST_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A running server, as a client connects to it."""
+
+    port: int
+    secret: str = field(repr=False)
+    pid: int
+    log: str
 
 
 class ServerConnectionWrapper(PyhiveConnectionWrapper):
@@ -46,8 +54,10 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
 
         if sql.strip().endswith(";"):
             sql = sql.strip()[:-1]
-        if bindings is not None:
-            bindings = [self._fix_binding(value) for value in bindings]
+        if bindings:
+            # Literals in the statement, as the in-process session does: PyHive's own escaping
+            # would quote icetime's literals a second time.
+            sql = sql % tuple(self._fix_binding(value) for value in bindings)
         assert self._cursor is not None, "Cursor not available"
         pending = (
             ttypes.TOperationState.INITIALIZED_STATE,
@@ -55,7 +65,7 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
             ttypes.TOperationState.PENDING_STATE,
         )
         try:
-            self._cursor.execute(sql, bindings, async_=True)
+            self._cursor.execute(sql, async_=True)
             status = self._cursor.poll()
             wait = FIRST_POLL_S
             while status.operationState in pending:

@@ -1,0 +1,111 @@
+"""The warm server's shared files, without a server: the start lock, the state, the status."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dbt.adapters.icetime.connections import spark_message
+from dbt.adapters.icetime.server import control
+from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
+
+
+def test_the_start_lock_is_exclusive_and_leaves_no_file(tmp_path: Path) -> None:
+    files = ServerFiles(str(tmp_path))
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def hold(index: int) -> None:
+        with files.start_lock(timeout_s=30):
+            inside.append(index)
+            if len(inside) > 1:
+                overlaps.append(index)
+            time.sleep(0.05)
+            inside.remove(index)
+
+    threads = [threading.Thread(target=hold, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == []
+    assert not files.path("start.lock").exists()
+    assert oct(files.directory.stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_a_lock_held_too_long_is_a_timeout(tmp_path: Path) -> None:
+    files = ServerFiles(str(tmp_path))
+    with files.start_lock(timeout_s=5):
+        failed: list[BaseException] = []
+
+        def wait() -> None:
+            try:
+                with files.start_lock(timeout_s=0.3):
+                    pass
+            except TimeoutError as exc:
+                failed.append(exc)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        waiter.join()
+    assert len(failed) == 1 and "start.lock" in str(failed[0])
+
+
+def test_state_round_trip_and_unreadable_state(tmp_path: Path) -> None:
+    files = ServerFiles(str(tmp_path))
+    files.make_directory()
+    assert files.read_state() is None
+    state = ServerState(os.getpid(), os.getpid(), 4242, "f" * 32, "0.1.0", time.time() - 75, 1800)
+    files.write_state(state)
+    assert files.read_state() == state
+    assert oct(files.path("state.json").stat().st_mode & 0o777) == oct(0o600)
+    described = control.status(str(tmp_path)).describe()
+    assert described.startswith(f"running (pid {os.getpid()}, port 4242, up 1m 1")
+    assert described.endswith(", stops after 30m 0s idle)")
+    files.path("state.json").write_text("{not json")
+    with pytest.raises(StateUnreadable):
+        files.read_state()
+    assert control.status(str(tmp_path)).describe().startswith("unknown (state file: ")
+
+
+def test_a_state_whose_process_is_gone_is_a_crash(tmp_path: Path) -> None:
+    files = ServerFiles(str(tmp_path))
+    files.make_directory()
+    gone = 2**22 + 12345  # above Linux's default pid_max
+    files.path("state.json").write_text(
+        json.dumps(
+            {
+                "pid": gone,
+                "jvm_pid": gone,
+                "port": 1,
+                "fingerprint": "x",
+                "version": "0",
+                "started_at": 0.0,
+                "idle_timeout_s": 60,
+            }
+        )
+    )
+    files.new_secret()
+    assert control.status(str(tmp_path)).describe().startswith(f"crashed (pid {gone} is gone")
+    assert "had already stopped; cleared its files" in control.stop(str(tmp_path))
+    assert sorted(p.name for p in files.directory.iterdir()) == []
+
+
+def test_a_thrift_error_reads_as_in_process() -> None:
+    wrapped = (
+        "Error running query: [TABLE_OR_VIEW_NOT_FOUND] org.apache.spark.sql.catalyst.analysis."
+        "NoSuchTableException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `a`.`b` cannot be "
+        "found.\nVerify the spelling."
+    )
+    assert spark_message(wrapped) == (
+        "[TABLE_OR_VIEW_NOT_FOUND] The table or view `a`.`b` cannot be found.\nVerify the spelling."
+    )
+    assert spark_message("Error running query: java.lang.RuntimeException: x") == (
+        "java.lang.RuntimeException: x"
+    )
+    assert spark_message("[X] plain") == "[X] plain"

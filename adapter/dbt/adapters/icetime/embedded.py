@@ -124,7 +124,8 @@ def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
             raise errors.EnvironmentSetupError(
                 errors.JAR_MISSING.format(what=name, path=jar, fix=fix)
             )
-    for directory in _local_dirs(settings.catalog):
+    # icetime's own directory too: the warm server's files and staged change rows go there.
+    for directory in dict.fromkeys([creds.icetime_dir, *_local_dirs(settings.catalog)]):
         _check_writable(directory)
     _check_bucket(settings.catalog)
     if settings.catalog.sqlite_path:

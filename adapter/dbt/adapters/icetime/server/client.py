@@ -1,4 +1,4 @@
-"""The client side of the warm server: find it, start it, replace it, stop it, describe it.
+"""The client side of the warm server: find it, start it, replace it, connect to it.
 
 A command that needs Spark calls ``connect``. When ``<icetime_dir>/server/state.json`` names a
 live server started with this profile's settings (its fingerprint), the command connects to it.
@@ -96,6 +96,9 @@ def _ensure(creds: IcetimeCredentials) -> Endpoint:
     running = _usable(server, wanted)
     if running is not None:
         return running
+    # What the server would meet at its start (Java, jars, directories, bucket, catalog), as the
+    # in-process session checks it: one clear error, before anything is written.
+    embedded.preflight(creds, settings)
     try:
         with server.start_lock(timeout_s=START_TIMEOUT_S):
             running = _usable(server, wanted)
@@ -158,7 +161,6 @@ def _start(
     settings: embedded.EmbeddedSettings,
     wanted: str,
 ) -> Endpoint:
-    embedded.preflight(creds, settings)
     started = time.monotonic()
     server.make_directory()
     conf = dict(settings.conf)

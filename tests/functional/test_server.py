@@ -147,8 +147,11 @@ class TestWarmServer:
     def test_dbt_debug_shows_the_server(self, project: Path) -> None:
         running = started(project)
         output = dbt_ok(project, "debug")
-        assert f"server: running (pid {running.pid}, port {running.port}, up " in output
+        assert "server: on (stops after 10m idle)" in output  # the profile's setting
+        assert f": running (pid {running.pid}, port {running.port}, up " in output  # the server
         assert " MB, stops after 10m 0s idle)" in output
+        # Partial parsing survives the server's changing status (its uptime, its memory).
+        assert "Unable to do partial parsing" not in dbt_ok(project, "ls", "--log-level", "debug")
 
     def test_a_connection_without_the_secret_is_refused(self, project: Path) -> None:
         from pyhive import hive

@@ -222,19 +222,19 @@ class IcetimeCredentials(SparkCredentials):
             "catalog_uri": redact_uri(settings.uri) if settings.uri else None,
             "warehouse": settings.warehouse,
             "catalog_properties": settings.shown_properties() or None,
-            "server": self._server_status(directory),
+            # A setting, never the server's live status: dbt hashes these values to decide
+            # whether it may parse partially (the status is printed by `dbt debug`'s test).
+            "server": self._server_setting(),
         }
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, resolved.get(key, value)
 
-    def _server_status(self, directory: str) -> str:
+    def _server_setting(self) -> str:
         if not self.is_embedded:
             return "none (Spark is the remote server's)"
         if not self.server:
             return "off (each command starts Spark in its own process)"
-        from dbt.adapters.icetime.server import control
-
-        return control.status(directory).describe()
+        return f"on (stops after {self.server_idle_timeout} idle)"
 
     def _connection_keys(self) -> tuple[str, ...]:
         # dbt builds the `target` Jinja variable from these keys, so `database` must be one.

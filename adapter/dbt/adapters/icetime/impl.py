@@ -17,6 +17,7 @@ from dbt.adapters.base.meta import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.invocation import get_invocation_id
@@ -40,6 +41,8 @@ from dbt.adapters.icetime.metadata.stats import catalog_rows, catalog_table, tab
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.services import project_root, run_selection
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+logger = AdapterLogger("icetime")
 
 
 class IcetimeAdapter(SparkAdapter):
@@ -485,7 +488,10 @@ class IcetimeAdapter(SparkAdapter):
         return f"icetime server for {creds.icetime_dir}: {described}"
 
     def debug_query(self) -> None:
+        """`dbt debug`'s connection test; on the warm server, its live status after it."""
         self.execute("select 1 as id")
+        if self.config.credentials.uses_server:
+            logger.info(self.icetime_server("status"))
 
     @classmethod
     def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:

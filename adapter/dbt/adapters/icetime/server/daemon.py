@@ -75,12 +75,11 @@ def main(argv: list[str]) -> int:
             )
         )
         _log(f"ready on 127.0.0.1:{port}")
-        if os.environ.get("ICETIME_SERVER_WARMUP", "on") == "on":
-            threading.Thread(
-                target=_warm_up,
-                args=(session, port, launch.get("catalog"), server.read_secret()),
-                daemon=True,
-            ).start()
+        threading.Thread(
+            target=_warm_up,
+            args=(session, port, launch.get("catalog"), server.read_secret()),
+            daemon=True,
+        ).start()
         _serve(server, thrift, int(launch["idle_timeout_s"]), stopping)
     finally:
         server.remove_running()

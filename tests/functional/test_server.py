@@ -319,7 +319,16 @@ class TestWarmServer:
         killed = started(project)
         os.kill(killed.pid, signal.SIGKILL)
         wait_until(lambda: not alive(killed.jvm_pid), 60, "the killed server's JVM exits")
-        output = dbt_ok(project, "show", "--inline", "select 1 as x", "--log-level", "debug")
+        # A project given relative to the working directory, as `dbt` is often run.
+        done = subprocess.run(
+            [DBT, "show", "--inline", "select 1", "--project-dir", ".", "--profiles-dir", "."],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        output = done.stdout
+        assert done.returncode == 0, output[-3000:]
         assert f"pid {killed.pid} is gone" in output, output[-3000:]
         assert state(project).pid != killed.pid
 

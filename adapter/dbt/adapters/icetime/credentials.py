@@ -210,7 +210,9 @@ class IcetimeCredentials(SparkCredentials):
     def resolve_paths(self, project_root: str) -> None:
         """Make the catalog directory absolute against the dbt project, once."""
         if not os.path.isabs(self.icetime_dir):
-            self.icetime_dir = os.path.normpath(os.path.join(project_root, self.icetime_dir))
+            # Absolute even for a relative project (`--project-dir .`): the warm server runs in a
+            # directory of its own, where a relative path would name another place.
+            self.icetime_dir = os.path.abspath(os.path.join(project_root, self.icetime_dir))
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
         """What `dbt debug` prints: the catalog database and warehouse as resolved (where the

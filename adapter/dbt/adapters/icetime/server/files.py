@@ -55,7 +55,9 @@ class ServerState:
 
 class ServerFiles:
     def __init__(self, icetime_dir: str) -> None:
-        self.directory = Path(icetime_dir, "server")
+        # Absolute: the server runs in this directory, and a relative icetime_dir (a project
+        # given as `--project-dir .`) would name another one there.
+        self.directory = Path(os.path.abspath(icetime_dir), "server")
 
     def path(self, name: str) -> Path:
         return self.directory / name

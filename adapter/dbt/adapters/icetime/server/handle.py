@@ -6,13 +6,15 @@ the same machine.
 - Bindings become literals as in the in-process session (``sql.sql_literal``).
 - A lost connection is not retried (the server is gone; the statement may or may not have run):
   it is one clear error naming the server, and the next command starts a new one.
-- Closing drops the connection: the server closes the session itself, after the command ended.
+- Closing gives the session back for the process's next connection; when the process ends its
+  connections drop, and the server closes their sessions itself, after the command ended.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +43,13 @@ class Endpoint:
 
 
 class ServerConnectionWrapper(PyhiveConnectionWrapper):
-    def __init__(self, handle: Any, endpoint: Endpoint) -> None:
+    def __init__(
+        self, handle: Any, endpoint: Endpoint, give_back: Callable[[Endpoint, Any], None]
+    ) -> None:
         super().__init__(handle, query_retries=0)
         self.endpoint = endpoint
+        self._give_back = give_back
+        self._broken = False
 
     @classmethod
     def _fix_binding(cls, value: Any) -> str:  # type: ignore[override]
@@ -73,6 +79,7 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
                 wait = min(wait * 2, LONGEST_POLL_S)
                 status = self._cursor.poll()
         except LOST as exc:
+            self._broken = True
             raise self.lost(exc) from exc
         if status.errorMessage:
             raise DbtDatabaseError(status.errorMessage)
@@ -84,6 +91,7 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
         try:
             return super().fetchall()
         except LOST as exc:
+            self._broken = True
             raise self.lost(exc) from exc
 
     def lost(self, exc: BaseException) -> errors.IcetimeError:
@@ -99,8 +107,16 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
         )
 
     def close(self) -> None:
+        """The session goes back to this process's idle ones (``client.connect``); a broken one
+        is dropped, and the server closes a session whose client went away."""
         if self._cursor is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self._cursor.close()
-        with contextlib.suppress(Exception):
-            self.handle._transport.close()
+            except Exception:
+                self._broken = True
+            self._cursor = None
+        if self._broken:
+            with contextlib.suppress(Exception):
+                self.handle._transport.close()
+        else:
+            self._give_back(self.endpoint, self.handle)

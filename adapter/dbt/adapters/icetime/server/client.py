@@ -42,6 +42,7 @@ _endpoints: dict[str, Endpoint] = {}
 # Sessions a node of this process closed, by server pid, for the next node to take.
 _idle: dict[int, list[Any]] = {}
 _endpoints_lock = threading.Lock()
+_idle_lock = threading.Lock()
 
 
 def connect(creds: IcetimeCredentials) -> Any:
@@ -69,14 +70,33 @@ def connect(creds: IcetimeCredentials) -> Any:
     return ServerConnectionWrapper(handle, endpoint, _give_back)
 
 
+def open_early(creds: IcetimeCredentials) -> None:
+    """When the project's server is running, open a session with it in the background, while
+    dbt parses, for the command's first statement to take. Starts no server: a command that
+    runs no statement (every model skipped) must not start one."""
+
+    def open_one() -> None:
+        from pyhive import hive
+
+        try:
+            server = ServerFiles(creds.icetime_dir)
+            endpoint = _usable(server, fingerprint(embedded.resolve_settings(creds)))
+            if endpoint is not None:
+                _give_back(endpoint, _open(hive, endpoint, creds))
+        except Exception as exc:  # the command's own connection meets it and reports it
+            logger.debug(f"icetime server: no early session ({exc})")
+
+    threading.Thread(target=open_one, name="icetime-early-session", daemon=True).start()
+
+
 def _take_idle(endpoint: Endpoint) -> Any:
-    with _endpoints_lock:
+    with _idle_lock:
         idle = _idle.get(endpoint.pid)
         return idle.pop() if idle else None
 
 
 def _give_back(endpoint: Endpoint, handle: Any) -> None:
-    with _endpoints_lock:
+    with _idle_lock:
         _idle.setdefault(endpoint.pid, []).append(handle)
 
 

@@ -149,6 +149,11 @@ class CatalogSettings:
             conf[f"{prefix}.jdbc.schema-version"] = "V1"
             if in_object_storage(self.warehouse):
                 conf[f"{prefix}.io-impl"] = S3_FILE_IO
+        if self.kind == "postgres":
+            # Beside Iceberg's own (08000, 08003, ...): connections a restarted PostgreSQL ended
+            # (57P01-57P03) are reopened, not reported; a long-lived session (the warm server)
+            # outlives a database restart.
+            conf[f"{prefix}.retryable_status_codes"] = "57P01,57P02,57P03"
         if self.user is not None:
             conf[f"{prefix}.jdbc.user"] = self.user
         if self.password is not None:

@@ -1,8 +1,10 @@
-"""Connections: dbt-spark's, with the embedded session started by icetime itself.
+"""Connections: dbt-spark's, with the embedded default's Spark run by icetime itself.
 
 Remote methods (thrift, http, odbc) are dbt-spark's unchanged. For ``method: session`` icetime
-builds the Spark session from the profile (see ``embedded``) and runs statements on it directly,
-turning JVM exceptions into one readable line instead of a Java stack trace.
+connects to the project's warm local server (``server/``), started on first use, or, with
+``server: false``, builds the Spark session from the profile in this process (``embedded``) and
+runs statements on it directly. Either way a failed statement is one readable line, worded the
+same, instead of a Java stack trace.
 """
 
 from __future__ import annotations

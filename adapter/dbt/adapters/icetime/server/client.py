@@ -297,10 +297,12 @@ def _server_environment() -> dict[str, str]:
 
 
 def shared_catalog_conf(settings: embedded.EmbeddedSettings) -> dict[str, str]:
-    """The profile's Iceberg catalog as one instance for all the server's sessions; on SQLite,
-    with one connection, so that commits from concurrent commands queue (java.py)."""
+    """A JDBC catalog as one instance for all the server's sessions (java.py): on SQLite with one
+    connection, so that commits from concurrent commands queue; on PostgreSQL one pool, not one
+    per session left open. A REST catalog stays one per session, as in-process: each command's
+    sessions sign in afresh, so a restarted REST server's new tokens are met at once."""
     catalog = settings.catalog
-    if catalog.kind == "server":
+    if catalog.kind not in ("sqlite", "postgres"):
         return {}
     conf = {f"spark.sql.catalog.{catalog.name}": java.SHARED_CATALOG}
     if catalog.kind == "sqlite":

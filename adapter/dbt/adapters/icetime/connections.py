@@ -22,13 +22,10 @@ from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntime
 from dbt.adapters.icetime import embedded, errors
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.services import run_flags
+from dbt.adapters.icetime.services import runs_no_statement
 from dbt.adapters.icetime.sql import split_statements
 
 logger = AdapterLogger("icetime")
-
-# dbt commands that run no statement: no early session with the warm server for them.
-NO_STATEMENT_COMMANDS = frozenset({"clean", "compile", "deps", "generate", "list", "ls", "parse"})
 
 # Substrings of JDBC/SQLite errors that mean "another process holds the catalog database".
 LOCKED_MARKERS = ("SQLITE_BUSY", "database is locked", "database table is locked")
@@ -54,8 +51,8 @@ class IcetimeConnectionManager(SparkConnectionManager):
     def __init__(self, profile: Any, mp_context: Any) -> None:
         super().__init__(profile, mp_context)
         creds = cast(IcetimeCredentials, profile.credentials)
-        command = getattr(run_flags(), "WHICH", None)
-        if creds.uses_server and command not in NO_STATEMENT_COMMANDS:
+        # No early session for a command that runs no statement (ls, parse, compile, ...).
+        if creds.uses_server and not runs_no_statement():
             from dbt.adapters.icetime.server import client
 
             client.open_early(creds)

@@ -12,8 +12,7 @@ from typing import Any
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.args import DURATION, UNIT_SECONDS
+from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
 from dbt.adapters.icetime.dbt_patches import schemas
 from dbt.adapters.icetime.secrets import MASK
@@ -155,14 +154,14 @@ class IcetimeCredentials(SparkCredentials):
         if not isinstance(self.server, bool):
             raise errors.bad_profile_value("server", self.server, "true or false")
         value = self.server_idle_timeout
-        timeout = f"{value}s" if isinstance(value, int) else str(value).strip().lower()
-        match = None if isinstance(value, bool) else DURATION.fullmatch(timeout)
-        seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)] if match else 0
-        if not MIN_IDLE_S <= seconds <= MAX_IDLE_S:
-            raise errors.bad_profile_value(
-                "server_idle_timeout", self.server_idle_timeout, errors.BAD_IDLE_TIMEOUT
-            )
-        self.server_idle_timeout = timeout
+        try:
+            # A bare number of seconds, or one of icetime's durations (args.duration).
+            parsed = args.duration(f"{value}s" if type(value) is int else value, "idle timeout")
+        except errors.ConfigurationError:
+            parsed = None
+        if parsed is None or not MIN_IDLE_S <= parsed.seconds <= MAX_IDLE_S:
+            raise errors.bad_profile_value("server_idle_timeout", value, errors.BAD_IDLE_TIMEOUT)
+        self.server_idle_timeout = parsed.text
 
     @property
     def uses_server(self) -> bool:
@@ -171,9 +170,7 @@ class IcetimeCredentials(SparkCredentials):
 
     @property
     def server_idle_timeout_s(self) -> int:
-        match = DURATION.fullmatch(str(self.server_idle_timeout))
-        assert match is not None  # checked at load
-        return int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+        return args.duration(self.server_idle_timeout, "idle timeout").seconds
 
     def _check_session(self) -> None:
         """dbt-spark's checks of a `method: session` profile, finding PySpark without importing

@@ -57,6 +57,15 @@ def run_flags() -> Any:
 COMPILE_ONLY_COMMANDS = frozenset({"compile", "generate", "list", "ls", "parse", "show"})
 
 
+# dbt commands that run no statement at all (`show` compiles only, but runs its query).
+NO_STATEMENT_COMMANDS = (COMPILE_ONLY_COMMANDS - {"show"}) | {"clean", "deps"}
+
+
+def runs_no_statement() -> bool:
+    """Whether the running dbt command runs no statement (ls, parse, compile, deps, ...)."""
+    return getattr(run_flags(), "WHICH", None) in NO_STATEMENT_COMMANDS
+
+
 def compiling_only() -> bool:
     """Whether the running dbt command only compiles (compile, docs generate, ls, parse, show)."""
     return getattr(run_flags(), "WHICH", None) in COMPILE_ONLY_COMMANDS

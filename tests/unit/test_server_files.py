@@ -109,3 +109,37 @@ def test_a_thrift_error_reads_as_in_process() -> None:
         "java.lang.RuntimeException: x"
     )
     assert spark_message("[X] plain") == "[X] plain"
+
+
+def test_one_server_at_a_time_records_the_class_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from dbt.adapters.icetime.server.archive import class_archive
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    jar = tmp_path / "some.jar"
+    jar.write_bytes(b"jar")
+    first = class_archive([str(jar)])
+    assert first.recording is not None
+    assert f"-XX:ArchiveClassesAtExit={first.recording}" in first.java_options()
+
+    # While that server records (holds the recorder lock), the next starts with no archive.
+    holder = os.open(first.recorder_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        second = class_archive([str(jar)])
+        assert second.recording is None and second.java_options() == ""
+    finally:
+        os.close(holder)
+
+    # A recording its server left unrenamed (killed) is removed by the next recorder.
+    left = first.final.with_name(f".{first.final.stem}.999999.recording")
+    left.write_bytes(b"partial")
+    third = class_archive([str(jar)])
+    assert third.recording is not None and not left.exists()
+
+    # Once the archive is in place, every server maps it.
+    first.final.write_bytes(b"archive")
+    assert f"-XX:SharedArchiveFile={first.final}" in class_archive([str(jar)]).java_options()

@@ -315,6 +315,18 @@ HISTORY_RECOVERY_LOST = (
     "snapshot to rebuild it from the retained history."
 )
 DUPLICATE_KEY = "icetime: snapshot {model}: unique_key ({keys}) is not unique in {table}: key "
+CDF_JOIN_SHAPE = (
+    "CDF model {model} cannot be kept equal to its query from its upstreams' changes: the query "
+    "has {construct}. Accepted: projections, filters, inner and left joins, left semi joins, "
+    "union and union all, subqueries in FROM over its upstreams, and at the top of the query a "
+    "group by, or a window, over every unique_key column. Rewrite the query, or make the model "
+    "a table."
+)
+CDF_JOIN_NOT_UPSTREAM = (
+    "CDF model {model} reads {table}, which is not one of its Iceberg upstreams (a ref() or "
+    "source() of an Iceberg table in the catalog): changes are read from those only. Read the "
+    "table through ref() or source(), or materialize a view upstream as a table."
+)
 RECOMPUTE_KEYS_MISSING = (
     "CDF model {model}: cdf_recompute_keys names column(s) {missing} that upstream {table} does "
     "not have; every upstream must carry the keys so its changes say which groups to recompute."

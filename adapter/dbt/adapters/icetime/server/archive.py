@@ -10,6 +10,7 @@ use it. A JVM that cannot use an archive (another Java, a changed class path) ig
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -23,18 +24,29 @@ from dbt.adapters.icetime.server.java import cache_root
 class ClassArchive:
     final: Path
     # Where this server records the archive when there is none yet (renamed to ``final`` once
-    # complete); None when it uses an existing one.
+    # complete); None when it uses an existing one or another server is recording it.
     recording: Path | None
+
+    @property
+    def recorder_lock(self) -> Path:
+        """Held (flock) by the one server recording this archive, until it is in place."""
+        return self.final.with_name(f".{self.final.stem}.recorder")
 
     def java_options(self) -> str:
         # Unknown to a JVM older than 13: ignored there rather than refused.
         if self.recording is not None:
             return f"-XX:+IgnoreUnrecognizedVMOptions -XX:ArchiveClassesAtExit={self.recording}"
-        return f"-XX:+IgnoreUnrecognizedVMOptions -XX:SharedArchiveFile={self.final}"
+        if self.final.is_file():
+            return f"-XX:+IgnoreUnrecognizedVMOptions -XX:SharedArchiveFile={self.final}"
+        return ""  # another server is recording it: this one starts without
 
 
 def class_archive(class_path: list[str]) -> ClassArchive:
-    """The archive for a server with ``class_path`` (beside PySpark's own jars)."""
+    """The archive for a server with ``class_path`` (beside PySpark's own jars).
+
+    One server at a time records an archive: recording costs its JVM's exit a few seconds and
+    the file ~200 MB, so servers started while another records start without one. Recordings
+    left by a server killed before it renamed its own are removed then too."""
     import pyspark
 
     key = hashlib.sha256()
@@ -50,4 +62,25 @@ def class_archive(class_path: list[str]) -> ClassArchive:
     if final.is_file():
         return ClassArchive(final, None)
     final.parent.mkdir(parents=True, exist_ok=True)
+    archive = ClassArchive(final, None)
+    if recorder_running(archive.recorder_lock):
+        return archive
+    for left in final.parent.glob(f".{final.stem}.*.recording"):
+        with contextlib.suppress(OSError):
+            left.unlink()
     return ClassArchive(final, final.with_name(f".{final.stem}.{os.getpid()}.recording"))
+
+
+def recorder_running(lock: Path) -> bool:
+    """Whether a server holds ``lock`` (is recording that archive now)."""
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return True  # cannot tell: leave the recording to whoever may be making it
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(descriptor)  # releases the lock when this process took it
+    return False

@@ -225,6 +225,7 @@ def _start(
         "catalog": settings.catalog.name,
         "archive": str(archive.final),
         "archive_recording": str(archive.recording) if archive.recording else None,
+        "archive_recorder": str(archive.recorder_lock),
     }
     server_files.write_private(server.path(server_files.LAUNCH), json.dumps(launch))
     log = server.path(server_files.LOG)

@@ -12,6 +12,7 @@ from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnr
 
 # Long enough for a server that is starting to finish (client.START_TIMEOUT_S).
 LOCK_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ def stop(icetime_dir: str) -> str:
             server.remove_running()
             return f"No icetime server is running for {icetime_dir}."
         if server_files.alive(state.pid):
-            server_files.terminate(state.pid)
+            # Long enough for a server recording the class-data archive to write it (archive.py).
+            server_files.terminate(state.pid, timeout_s=STOP_TIMEOUT_S)
             server_files.wait_gone(state.jvm_pid)
             server.remove_running()
             return f"Stopped the icetime server (pid {state.pid}, port {state.port})."

@@ -58,6 +58,8 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if launch.get("archive_recording"):
+        _hold_recorder_lock(launch["archive_recorder"])
     session = None
     try:
         session, thrift = _start(launch)
@@ -91,6 +93,16 @@ def main(argv: list[str]) -> int:
     # with no Spark shutdown, which would take seconds for nothing.
     sys.stdout.flush()
     os._exit(0)
+
+
+def _hold_recorder_lock(path: str) -> None:
+    """Tell other servers this one records the archive (archive.py), for as long as this process
+    lives: the descriptor is never closed, and its lock goes with the process."""
+    import fcntl
+
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    with contextlib.suppress(OSError):  # another took it first: both record, one file is kept
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _exit_jvm_keeping_archive(session: Any, final: str, recording: str) -> None:

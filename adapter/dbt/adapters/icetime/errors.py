@@ -224,8 +224,19 @@ CDF_MERGE_NEEDS_KEY = (
     "log, or cdf_recompute_keys for an aggregating model)."
 )
 CDF_WITHOUT_CHANGES = (
-    "CDF model {model} does not read any upstream through icetime.changes(...); select from "
-    "{{{{ icetime.changes(ref('...')) }}}}, or set cdf_recompute_keys for an aggregating model."
+    "CDF model {model} reads no Iceberg upstream: read its tables with ref() or source() (with a "
+    "unique_key, the model is kept equal to its query), or select from "
+    "{{{{ icetime.changes(ref('...')) }}}}."
+)
+CDF_QUERY_KEY_NOT_UNIQUE = (
+    "CDF model {model}: its query gives {count} rows for unique_key {key}; the unique_key must "
+    "name one row of the query's output. Nothing was written to {target}. Make the key unique "
+    "(group by it, or keep one row per key), or set the unique_key to the query's grain."
+)
+CDF_QUERY_UPSTREAM_VIEW = (
+    "CDF model {model} reads {table}, a view: a model kept equal to its query reads the changes "
+    "of Iceberg tables only. Materialize {table} as a table (or an incremental model), or read "
+    "its tables directly."
 )
 CHANGES_WITH_RECOMPUTE = (
     "Model {model} sets cdf_recompute_keys, so it is written as plain SQL over its upstreams: "

@@ -339,6 +339,10 @@ class IcetimeAdapter(SparkAdapter):
         return self.invocation().cdf.key_bounds(relation, key)
 
     @available
+    def icetime_cdf_recomputed(self, model: dict[str, Any], fresh: BaseRelation) -> str:
+        return self.invocation().cdf.recomputed(model, fresh)
+
+    @available
     def icetime_fault(self, point: str) -> str:
         """Fault injection for icetime's exactly-once tests (ICETIME_FAULT); a no-op otherwise."""
         faults.maybe_fail(point)

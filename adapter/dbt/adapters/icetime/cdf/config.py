@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.icetime import args, errors
@@ -20,6 +20,14 @@ class CdfConfig:
     recompute_keys: tuple[str, ...]
     on_history_gap: str
     refresh: str  # cdf_refresh: auto, incremental or full
+    # A recompute whose keys come from the model's query (no changes(), a unique_key): a
+    # model over several upstreams kept equal to its query (changes/query.py).
+    keys_from_query: bool = False
+
+    def by_query(self) -> CdfConfig:
+        """This model reads its upstreams with ref()/source() only: its unique_key's affected
+        values are recomputed from its query."""
+        return replace(self, mode=RECOMPUTE, recompute_keys=self.unique_key, keys_from_query=True)
 
 
 def cdf_config(model: Mapping[str, Any], caller: str) -> CdfConfig:

@@ -16,8 +16,9 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
 from dbt.adapters.icetime.changes.keys import key_bounds
+from dbt.adapters.icetime.changes.query import UpstreamColumns, analyze
 from dbt.adapters.icetime.changes.reads import output_schema
-from dbt.adapters.icetime.changes.run import RECOMPUTE, ChangeRun, Upstream, view_name
+from dbt.adapters.icetime.changes.run import MERGE, RECOMPUTE, ChangeRun, Upstream, view_name
 from dbt.adapters.icetime.changes.runs import ChangeRuns
 from dbt.adapters.icetime.changes.signed import placeholder_sql
 from dbt.adapters.icetime.graph import RunInputs
@@ -90,6 +91,8 @@ class CdfSession:
                 "reason": "--empty",
                 "sql": model["compiled_code"],
             }
+        if config.mode == MERGE and config.unique_key and self.runs.get(model["unique_id"]) is None:
+            config = config.by_query()  # no changes(): kept equal to its query over its upstreams
         run = self._run(model, config, full_refresh)
         if config.mode == RECOMPUTE:
             self._add_recompute_upstreams(run, model, graph, config)
@@ -125,21 +128,24 @@ class CdfSession:
         self, run: ChangeRun, model: Mapping[str, Any], graph: Mapping[str, Any], config: CdfConfig
     ) -> None:
         node_id = model["unique_id"]
+        by_query = config.keys_from_query
         session = self.inputs()
         inputs = session.project.inputs_of([node_id])
         if not inputs:
-            raise errors.ConfigurationError(errors.RECOMPUTE_WITHOUT_UPSTREAM.format(model=node_id))
+            template = errors.CDF_WITHOUT_CHANGES if by_query else errors.RECOMPUTE_WITHOUT_UPSTREAM
+            raise errors.ConfigurationError(template.format(model=node_id))
         for index, (key, item) in enumerate(sorted(inputs.items())):
             if item.is_view:
-                raise errors.ConfigurationError(
-                    errors.RECOMPUTE_UPSTREAM_VIEW.format(model=node_id, table=key)
+                template = (
+                    errors.CDF_QUERY_UPSTREAM_VIEW if by_query else errors.RECOMPUTE_UPSTREAM_VIEW
                 )
+                raise errors.ConfigurationError(template.format(model=node_id, table=key))
             metadata = self._upstream_metadata(item.table, node_id)
             pinned = session.pinned(item.table, node_id)
             to_snapshot = pinned.snapshot_id if pinned else metadata.current_snapshot_id
             names = {f.name.lower() for f in output_schema(metadata, to_snapshot).fields}
             missing = [k for k in config.recompute_keys if k.lower() not in names]
-            if missing:
+            if missing and not by_query:
                 raise errors.ConfigurationError(
                     errors.RECOMPUTE_KEYS_MISSING.format(
                         model=node_id, table=key, missing=", ".join(missing)
@@ -151,11 +157,28 @@ class CdfSession:
                     table=item.table,
                     metadata=metadata,
                     to_snapshot=to_snapshot,
-                    view=view_name(node_id, f"keys{index}"),
-                    keys=tuple(config.recompute_keys),
+                    view=view_name(node_id, f"{'changes' if by_query else 'keys'}{index}"),
+                    # By query: the change rows themselves, which the affected keys read.
+                    keys=() if by_query else tuple(config.recompute_keys),
                 ),
                 create_view=False,  # prepare creates them, once every upstream has chosen
             )
+        if by_query:
+            run.query = analyze(
+                model["compiled_code"],
+                [
+                    UpstreamColumns.of(u.table, [f.name for f in u.out.fields])
+                    for u in run.upstreams.values()
+                ],
+                config.unique_key,
+                node_id,
+            )
+
+    def recomputed(self, model: Mapping[str, Any], fresh: Any) -> str:
+        """A model kept equal to its query: its affected keys' new rows, checked to be one per
+        key and cached, for the MERGE to read (see ChangeRun.recomputed)."""
+        run = self.runs.run_of(model["unique_id"])
+        return run.recomputed(str(fresh), self.services.fetch)
 
     def key_bounds(self, relation: Any, key: str) -> list[str] | None:
         """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None: a

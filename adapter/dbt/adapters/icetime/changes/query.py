@@ -45,6 +45,7 @@ from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.metadata import TableName
 
 DIALECT = "spark"
 Refuse = Callable[[str], errors.ConfigurationError]
@@ -94,6 +95,10 @@ class UpstreamColumns:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.catalog.lower(), self.schema.lower(), self.table.lower())
+
+    @classmethod
+    def of(cls, table: TableName, columns: Sequence[str] = ()) -> UpstreamColumns:
+        return cls(table.catalog or "", table.namespace, table.name, tuple(columns))
 
 
 @dataclass(frozen=True)
@@ -209,6 +214,23 @@ def analyze(
         Occurrence(i, known[_table_key(t)]) for i, t in enumerate(upstream_tables(qualified))
     )
     return JoinQuery(qualified, occurrences, keys)
+
+
+def recomputed_sql(fresh: str, keys: Sequence[str], key_views: Sequence[str]) -> str:
+    """The rows of ``fresh`` (the model's query at the new snapshots) whose key is affected."""
+    quoted = [_quoted(k) for k in keys]
+    affected = " union ".join(f"select {', '.join(quoted)} from {_quoted(v)}" for v in key_views)
+    match = " and ".join(f"rows.{k} <=> wanted.{k}" for k in quoted)
+    return f"select rows.* from {fresh} as rows left semi join ({affected}) as wanted on {match}"
+
+
+def duplicate_key_sql(relation: str, keys: Sequence[str]) -> str:
+    """One key value ``relation`` has more than one row for (none when the key is unique)."""
+    quoted = ", ".join(_quoted(k) for k in keys)
+    return (
+        f"select {quoted}, count(*) from {_quoted(relation)} group by {quoted} "
+        "having count(*) > 1 limit 1"
+    )
 
 
 def upstream_tables(tree: exp.Expr) -> list[exp.Table]:

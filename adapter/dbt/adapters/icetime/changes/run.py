@@ -44,6 +44,13 @@ from dbt.adapters.icetime.changes.plan import (
     versions_base,
     versions_range,
 )
+from dbt.adapters.icetime.changes.query import (
+    JoinQuery,
+    Read,
+    UpstreamColumns,
+    duplicate_key_sql,
+    recomputed_sql,
+)
 from dbt.adapters.icetime.changes.reads import (
     SnapshotReads,
     output_schema,
@@ -139,6 +146,11 @@ class ChangeRun:
     # A history snapshot: where its first run starts (history_start), as configured and in ms.
     history_start: str | None = None
     history_start_ms: int | None = None
+    # A recompute whose keys come from its query (a model over several upstreams, written as
+    # plain SQL with a unique_key; changes/query.py), and the views of those keys.
+    query: JoinQuery | None = None
+    key_views: list[str] = field(default_factory=list)
+    recomputed_view: str | None = None  # the affected keys' new rows, cached
 
     def __post_init__(self) -> None:
         self.state = (
@@ -195,7 +207,10 @@ class ChangeRun:
         pending = [u for u in self.upstreams.values() if not u.view_created]
         if self.mode == RECOMPUTE and not self.full:
             for upstream in pending:
-                self._render(upstream)
+                if self.query is None or _changed(upstream):
+                    self._render(upstream)
+            if self.query is not None:
+                self._render_affected_keys(self.query)
         if self.mode == RECOMPUTE or not pending:
             return compiled
         definitions = ", ".join(
@@ -203,6 +218,50 @@ class ChangeRun:
         )
         query = compiled.rstrip().rstrip(";")
         return f"with {definitions}\nselect * from (\n{query}\n)"
+
+    def _render_affected_keys(self, query: JoinQuery) -> None:
+        """A view of the keys each changed upstream's changes can touch, per place the query
+        reads it: the query with that read replaced by the change rows, the reads before it at
+        the new snapshots and those after it at the watermarks (changes/query.py)."""
+        by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
+        new = {key: Read(_read_at(u, u.to_snapshot)) for key, u in by_key.items()}
+        old = {key: Read(_read_at(u, _watermark(u))) for key, u in by_key.items()}
+        for occurrence in query.occurrences:
+            upstream = by_key[occurrence.upstream.key]
+            if not _changed(upstream):
+                continue
+            columns = ", ".join(quote_identifier(f.name) for f in upstream.out.fields)
+            changes = Read(f"select {columns} from {quote_identifier(upstream.view)}")
+            view = view_name(self.node_id, f"affected{occurrence.index}")
+            self.execute(
+                f"create or replace temporary view {quote_identifier(view)} as\n"
+                + query.affected_keys_sql(occurrence.index, changes, new, old)
+            )
+            self.key_views.append(view)
+
+    def recomputed(self, fresh: str, fetch: Callable[[str], Sequence[Sequence[Any]]]) -> str:
+        """Cache the rows of ``fresh`` (the model's query) whose key is affected, after checking
+        the query gives one row per key value; returns the cached view's name."""
+        assert self.query is not None
+        keys = self.query.key_columns
+        view = view_name(self.node_id, "recomputed")
+        quoted = quote_identifier(view)
+        self.execute(
+            f"create or replace temporary view {quoted} as\n"
+            + recomputed_sql(fresh, keys, self.key_views)
+        )
+        self.recomputed_view = view
+        self.execute(f"cache table {quoted}")
+        found = fetch(duplicate_key_sql(view, keys))
+        if found:
+            *values, count = found[0]
+            key = ", ".join(f"{k} = {v!r}" for k, v in zip(keys, values, strict=True))
+            raise errors.IcetimeError(
+                errors.CDF_QUERY_KEY_NOT_UNIQUE.format(
+                    model=self.node_id, count=count, key=key, target=self.target
+                )
+            )
+        return quoted
 
     def _plan(self, upstream: Upstream) -> None:
         watermark = None
@@ -422,7 +481,12 @@ class ChangeRun:
             "recovering": self.recovering,
             "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
             "message": "; ".join(unchanged),
-            "views": [u.view for u in self.upstreams.values()],
+            "views": (
+                self.key_views
+                if self.query is not None
+                else [u.view for u in self.upstreams.values()]
+            ),
+            "keys": list(self.query.key_columns) if self.query is not None else None,
         }
 
     def response(self) -> dict[str, Any]:
@@ -450,9 +514,35 @@ class ChangeRun:
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
     def close(self) -> None:
-        views = [u.view for u in self.upstreams.values() if u.view_created] + self.staged_views
+        if self.recomputed_view is not None:
+            self.execute(f"uncache table if exists {quote_identifier(self.recomputed_view)}")
+        views = [u.view for u in self.upstreams.values() if u.view_created]
+        views += self.key_views + self.staged_views
+        views += [self.recomputed_view] if self.recomputed_view is not None else []
         for view in views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
+
+
+def _changed(upstream: Upstream) -> bool:
+    return upstream.change_range is not None and upstream.change_range.has_changes
+
+
+def _upstream_key(table: TableName) -> tuple[str, str, str]:
+    return UpstreamColumns.of(table).key
+
+
+def _watermark(upstream: Upstream) -> int | None:
+    change_range = upstream.change_range
+    return change_range.from_snapshot if change_range is not None else upstream.to_snapshot
+
+
+def _read_at(upstream: Upstream, snapshot_id: int | None) -> str:
+    """The upstream's rows at a snapshot, in the run's schema (empty when it had none)."""
+    out = upstream.out
+    if snapshot_id is None:
+        columns = ", ".join(quote_identifier(f.name) for f in out.fields)
+        return f"select {columns} from {upstream.table_sql} where false"
+    return "select * from " + snapshot_read(upstream.table_sql, upstream.metadata, snapshot_id, out)
 
 
 def _file_count(metadata: TableMetadata, snapshot_id: int | None) -> int | None:

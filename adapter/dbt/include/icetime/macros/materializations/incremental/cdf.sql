@@ -100,6 +100,11 @@
     {%- set bounds = adapter.icetime_key_bounds(changes, first_key) -%}
   {%- endif -%}
   {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
+  {%- set recomputed = none -%}
+  {%- if run['keys'] -%}
+    {#- Kept equal to its query: the affected keys' new rows, one per key (checked), cached. -#}
+    {%- set recomputed = adapter.icetime_cdf_recomputed(model, changes) -%}
+  {%- endif -%}
   {% do adapter.icetime_fault('during_write') %}
   {%- call statement('main') -%}
     {%- if run.mode == 'merge' -%}
@@ -107,7 +112,7 @@
     {%- elif run.mode == 'append' -%}
       {{ get_insert_into_sql(payload, this, columns, target_columns) }}
     {%- else -%}
-      {{ icetime_cdf_recompute_sql(this, target_columns, payload, columns, run.views, config.get('cdf_recompute_keys')) }}
+      {{ icetime_cdf_recompute_sql(this, target_columns, recomputed or payload, columns, run.views, run['keys'] or config.get('cdf_recompute_keys')) }}
     {%- endif -%}
   {%- endcall -%}
   {%- if run.mode == 'merge' -%}

@@ -113,7 +113,9 @@ class CdfSession:
     def _run(self, model: Mapping[str, Any], config: CdfConfig, full_refresh: bool) -> ChangeRun:
         run = self.runs.get(model["unique_id"])
         if run is None:
-            run = self.runs.begin(model, config.mode, config, full_refresh)
+            run = self.runs.begin(
+                model, config.mode, config, full_refresh, keys_from_query=config.keys_from_query
+            )
         return run
 
     def _upstream_metadata(self, name: TableName, node_id: str) -> TableMetadata:
@@ -173,6 +175,7 @@ class CdfSession:
                 config.unique_key,
                 node_id,
             )
+            run.choose_by_query()
 
     def recomputed(self, model: Mapping[str, Any], fresh: Any) -> str:
         """A model kept equal to its query: its affected keys' new rows, checked to be one per

@@ -19,6 +19,13 @@ reads a rebuild's files through S3FileIO, request by request (0.032 s/MB on the 
 files whole (0.14 s/MB, against 0.17). ``OBJECT_STORAGE`` holds those rates; the fixed costs,
 which are statements, are the same.
 
+A model kept equal to its query over several upstreams (``changes/query.py``) also reads whole
+upstreams on its incremental side: each changed upstream's affected keys join the other
+upstreams, and the affected keys' new rows are the query over every upstream, filtered by key.
+``scan_bytes`` counts those reads (every other upstream per changed one, then every upstream),
+at ``SCAN_S_PER_MB``: a scan of the columns the query needs, with no write, so a fraction of a
+rebuild's megabyte.
+
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
 side computes the same change rows from whole snapshots read by the server (both sides of
 every commit) and appends them like the incremental side, plus ``WHOLE_AGGREGATION_S``: the
@@ -37,6 +44,7 @@ INCREMENTAL_S_PER_MB = 0.17
 FIXED_FULL_S = 0.6
 FULL_S_PER_MB = 0.020
 WHOLE_AGGREGATION_S = 0.4
+SCAN_S_PER_MB = 0.005
 
 
 @dataclass(frozen=True)
@@ -69,10 +77,13 @@ class Estimate:
     # A rebuild's fixed cost; a change log's full side writes like its incremental side.
     full_fixed_s: float = FIXED_FULL_S
     rates: Rates = FILESYSTEM
+    # Whole upstreams the incremental side reads too (a model kept equal to its query).
+    scan_bytes: int = 0
 
     @property
     def incremental_s(self) -> float:
-        return FIXED_INCREMENTAL_S + self.rates.incremental_s_per_mb * self.touched.bytes / _MB
+        touched = self.rates.incremental_s_per_mb * self.touched.bytes / _MB
+        return FIXED_INCREMENTAL_S + touched + SCAN_S_PER_MB * self.scan_bytes / _MB
 
     @property
     def full_s(self) -> float | None:
@@ -95,9 +106,10 @@ class Estimate:
             else "full: size unknown (no snapshot summary)"
         )
         why = "cheaper" if self.setting == AUTO else f"cdf_refresh: {self.setting}"
+        scan = f", {_size(self.scan_bytes)} of upstreams scanned" if self.scan_bytes else ""
         return (
             f"incremental ~{self.incremental_s:.1f}s ({_size(self.touched.bytes)} in "
-            f"{self.touched.files} touched files), {full_text}: {self.choice} ({why})"
+            f"{self.touched.files} touched files{scan}), {full_text}: {self.choice} ({why})"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -107,6 +119,7 @@ class Estimate:
             "incremental_s": round(self.incremental_s, 3),
             "incremental_files": self.touched.files,
             "incremental_bytes": self.touched.bytes,
+            "incremental_scan_bytes": self.scan_bytes,
             "full_s": round(full, 3) if full is not None else None,
             "full_files": self.full_files,
             "full_bytes": self.full_bytes,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -148,6 +148,7 @@ class ChangeRun:
     history_start_ms: int | None = None
     # A recompute whose keys come from its query (a model over several upstreams, written as
     # plain SQL with a unique_key; changes/query.py), and the views of those keys.
+    keys_from_query: bool = False  # set before its upstreams are added; query once they are
     query: JoinQuery | None = None
     key_views: list[str] = field(default_factory=list)
     recomputed_view: str | None = None  # the affected keys' new rows, cached
@@ -352,13 +353,39 @@ class ChangeRun:
         )
         rates = OBJECT_STORAGE if object_storage else FILESYSTEM
         self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed, rates)
+        if self.keys_from_query:
+            return  # chosen once every upstream is planned (choose_by_query)
         if self.estimate.choice != FULL:
             return
         if self.mode in PER_COMMIT:
             upstream.whole = True  # every commit is kept: same change rows, read whole
         else:
-            self._rebuild(f"cdf_refresh {self.refresh}: {self.estimate.describe()}")
-            self.by_cost = self.refresh != FULL  # auto chose it, not the model's config
+            self._rebuild_by_choice(self.estimate)
+
+    def choose_by_query(self) -> None:
+        """A model kept equal to its query chooses once every upstream is planned: its
+        incremental side also scans whole upstreams (changes/cost.py), every other upstream
+        for each changed one, then every upstream for the affected keys' new rows."""
+        if self.recovering and not self.full:
+            # The interrupted run wrote rows for keys its range touched; a later commit may have
+            # undone a change of that range, so the rows it wrote may be no affected key's now.
+            self._rebuild(f"{self.target} moved after its last recorded watermark")
+            return
+        if self.estimate is None or self.full:
+            return
+        sizes = {
+            name: table_bytes(u.metadata, u.to_snapshot) or 0 for name, u in self.upstreams.items()
+        }
+        total = sum(sizes.values())
+        changed = [name for name, u in self.upstreams.items() if _changed(u)]
+        scan = total + sum(total - sizes[name] for name in changed)
+        self.estimate = replace(self.estimate, scan_bytes=scan)
+        if self.estimate.choice == FULL:
+            self._rebuild_by_choice(self.estimate)
+
+    def _rebuild_by_choice(self, estimate: Estimate) -> None:
+        self._rebuild(f"cdf_refresh {self.refresh}: {estimate.describe()}")
+        self.by_cost = self.refresh != FULL  # auto chose it, not the model's config
 
     def _render(self, upstream: Upstream) -> None:
         upstream.view_created = True

@@ -79,3 +79,19 @@ def test_in_object_storage_a_rebuild_reads_dearer_and_the_crossover_moves_up() -
         Estimate(Touched(2, 4_000), 40_000, 3, cost.AUTO, rates=cost.OBJECT_STORAGE).choice
         == cost.FULL
     )
+
+
+def test_a_joined_model_weighs_the_upstreams_its_incremental_side_scans() -> None:
+    # A small change to a big join: the scans of whole upstreams still cost less than a rebuild
+    # (which reads them and writes the target), so incremental wins; when the touched files
+    # grow, the scans tip it to a rebuild sooner than the touched files alone would.
+    touched, full_bytes = Touched(2, 3 * MB), 600 * MB
+    alone = Estimate(touched, full_bytes, 200, cost.AUTO)
+    scanned = Estimate(touched, full_bytes, 200, cost.AUTO, scan_bytes=2 * full_bytes)
+    assert scanned.choice == cost.INCREMENTAL
+    assert scanned.incremental_s > alone.incremental_s
+    assert "of upstreams scanned" in scanned.describe()
+    assert scanned.as_dict()["incremental_scan_bytes"] == 2 * full_bytes
+    big = Touched(40, 50 * MB)
+    assert Estimate(big, full_bytes, 200, cost.AUTO).choice == cost.INCREMENTAL
+    assert Estimate(big, full_bytes, 200, cost.AUTO, scan_bytes=2 * full_bytes).choice == cost.FULL

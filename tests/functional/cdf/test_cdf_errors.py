@@ -67,6 +67,17 @@ CASES = {
         + "select status, count(*) as n from {{ source('raw', 'orders') }} group by status",
         "names column(s) region that upstream",
     ),
+    "joined_view_upstream": (
+        CDF % ", unique_key='order_id'"
+        + "select v.order_id, c.name from {{ ref('orders_view') }} v "
+        "join {{ source('raw', 'customers') }} c on v.order_id = c.id",
+        "orders_view, a view: a model kept equal to its query",
+    ),
+    "joined_limit": (
+        CDF % ", unique_key='order_id'"
+        + "select order_id, status from {{ source('raw', 'orders') }} limit 1",
+        "cannot be kept equal to its query from its upstreams' changes: the query has limit",
+    ),
     "bad_recompute_keys": (
         CDF % ", cdf_recompute_keys=[1, 2]"
         + "select status, count(*) as n from {{ source('raw', 'orders') }} group by status",

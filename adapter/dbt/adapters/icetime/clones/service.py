@@ -245,11 +245,17 @@ class Cloner:
         snapshot = source.snapshot(snapshot_id)
         assert snapshot is not None and clone.tag is not None
         minutes = retain_minutes(snapshot.timestamp_ms, clone.expires_ms)
-        self.execute(
+        statement = (
             f"alter table {clone.source.sql()} create or replace tag "
             f"{quote_identifier(clone.tag)} as of version {int(snapshot_id)} "
             f"retain {minutes} minutes"
         )
+        # A writer committing to the source at the same moment fails the tag's commit
+        # ("Table metadata refresh is required"); the tag is the same on a second try.
+        def tag() -> None:
+            self.execute(statement)
+
+        system.retry_transient(tag)
 
     def _location(self, target: TableName, source_location: str, table_uuid: str) -> str:
         """A directory no other table uses: the target's default place plus the clone's UUID."""

@@ -81,6 +81,11 @@ def write_project(
     )
     if package:
         (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+        # Installed as `dbt deps` would install it, without a dbt process to run it.
+        (root / "dbt_packages").mkdir(exist_ok=True)
+        installed = root / "dbt_packages" / "icetime"
+        if not installed.exists():
+            installed.symlink_to(ROOT, target_is_directory=True)
     for folder, files in (("models", models), ("macros", macros or {})):
         (root / folder).mkdir(exist_ok=True)
         for file, text in files.items():

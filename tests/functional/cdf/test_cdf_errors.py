@@ -68,7 +68,8 @@ CASES = {
         "names column(s) region that upstream",
     ),
     "joined_view_upstream": (
-        CDF % ", unique_key='order_id'"
+        CDF
+        % ", unique_key='order_id'"
         + "select v.order_id, c.name from {{ ref('orders_view') }} v "
         "join {{ source('raw', 'customers') }} c on v.order_id = c.id",
         "orders_view, a view: a model kept equal to its query",

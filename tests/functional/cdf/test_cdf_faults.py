@@ -16,14 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from tests.support import (
     MOR,
-    ROOT,
     profile_target,
     run_dbt_here,
     run_dbt_process,
@@ -84,10 +82,9 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
         found = spark.sql(query.replace("{s}", f"icetime.{schema}")).collect()
         return sorted(tuple(r) for r in found)
 
-    project = write_project(tmp_path, profile_target(icetime_home, schema=schema), MODELS)
-    (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
-    (project / "dbt_packages").mkdir()
-    (project / "dbt_packages" / "icetime").symlink_to(ROOT, target_is_directory=True)
+    project = write_project(
+        tmp_path, profile_target(icetime_home, schema=schema), MODELS, package=True
+    )
 
     spark.sql(f"create namespace if not exists icetime.{schema}")
     for table in ("orders", "latest", "latest_auto", "log"):

@@ -13,14 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
 from tests.support import (
     MOR,
-    ROOT,
     profile_target,
     raw_sources,
     run_dbt_here,
@@ -53,10 +50,9 @@ def test_killed_runs_then_rerun_equal_the_rebuild(tmp_path: Path, icetime_home: 
         return sorted(tuple(r) for r in found)
 
     models = {"sources.yml": raw_sources("orders", "customers"), "mart.sql": MODEL}
-    project = write_project(tmp_path, profile_target(icetime_home, schema=schema), models)
-    (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
-    (project / "dbt_packages").mkdir()
-    (project / "dbt_packages" / "icetime").symlink_to(ROOT, target_is_directory=True)
+    project = write_project(
+        tmp_path, profile_target(icetime_home, schema=schema), models, package=True
+    )
     spark.sql(f"create namespace if not exists icetime.{schema}")
     for table in ("orders", "customers", "mart"):
         spark.sql(f"drop table if exists icetime.{schema}.{table} purge")

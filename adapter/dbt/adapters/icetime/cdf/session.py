@@ -100,8 +100,9 @@ class CdfSession:
             raise errors.ConfigurationError(
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
             )
+        sql = run.model_sql(model["compiled_code"])  # makes the views describe() names
         described = run.describe()
-        described["sql"] = run.model_sql(model["compiled_code"])
+        described["sql"] = sql
         if run.estimate is not None:
             logger.info(f"{run.target}: {run.estimate.describe()}")
         if described["recovering"]:

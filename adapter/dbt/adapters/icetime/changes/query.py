@@ -46,6 +46,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.sql import quote_identifier
 
 DIALECT = "spark"
 Refuse = Callable[[str], errors.ConfigurationError]
@@ -158,7 +159,7 @@ class JoinQuery:
         assert replaced is not None, f"no occurrence {changed}"
         _keep_changes_visible(replaced)
         _other_branches_empty(replaced)
-        keys = ", ".join(_quoted(k) for k in self.key_columns)
+        keys = ", ".join(quote_identifier(k) for k in self.key_columns)
         body = tree.sql(dialect=DIALECT)
         return f"select distinct {keys} from (\n{body}\n) as {KEYS_ALIAS}"
 
@@ -218,17 +219,19 @@ def analyze(
 
 def recomputed_sql(fresh: str, keys: Sequence[str], key_views: Sequence[str]) -> str:
     """The rows of ``fresh`` (the model's query at the new snapshots) whose key is affected."""
-    quoted = [_quoted(k) for k in keys]
-    affected = " union ".join(f"select {', '.join(quoted)} from {_quoted(v)}" for v in key_views)
+    quoted = [quote_identifier(k) for k in keys]
+    affected = " union ".join(
+        f"select {', '.join(quoted)} from {quote_identifier(v)}" for v in key_views
+    )
     match = " and ".join(f"rows.{k} <=> wanted.{k}" for k in quoted)
     return f"select rows.* from {fresh} as rows left semi join ({affected}) as wanted on {match}"
 
 
 def duplicate_key_sql(relation: str, keys: Sequence[str]) -> str:
     """One key value ``relation`` has more than one row for (none when the key is unique)."""
-    quoted = ", ".join(_quoted(k) for k in keys)
+    quoted = ", ".join(quote_identifier(k) for k in keys)
     return (
-        f"select {quoted}, count(*) from {_quoted(relation)} group by {quoted} "
+        f"select {quoted}, count(*) from {quote_identifier(relation)} group by {quoted} "
         "having count(*) > 1 limit 1"
     )
 
@@ -468,10 +471,6 @@ def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
         inner = condition.this
         return _conjuncts(inner) if isinstance(inner, exp.And) else [condition]
     return [condition]
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _first_line(exc: Exception) -> str:

@@ -250,6 +250,7 @@ class Cloner:
             f"{quote_identifier(clone.tag)} as of version {int(snapshot_id)} "
             f"retain {minutes} minutes"
         )
+
         # A writer committing to the source at the same moment fails the tag's commit
         # ("Table metadata refresh is required"); the tag is the same on a second try.
         def tag() -> None:

@@ -151,6 +151,7 @@ class ChangeRun:
     keys_from_query: bool = False  # set before its upstreams are added; query once they are
     query: JoinQuery | None = None
     key_views: list[str] = field(default_factory=list)
+    affected_view: str | None = None  # every affected key, cached
     recomputed_view: str | None = None  # the affected keys' new rows, cached
 
     def __post_init__(self) -> None:
@@ -239,6 +240,15 @@ class ChangeRun:
                 + query.affected_keys_sql(occurrence.index, changes, new, old)
             )
             self.key_views.append(view)
+        if not self.key_views:
+            return
+        # Every affected key once, computed once: the new rows and the MERGE both read it.
+        affected = view_name(self.node_id, "affected")
+        keys = ", ".join(quote_identifier(k) for k in query.key_columns)
+        union = " union ".join(f"select {keys} from {quote_identifier(v)}" for v in self.key_views)
+        self.execute(f"create or replace temporary view {quote_identifier(affected)} as {union}")
+        self.execute(f"cache table {quote_identifier(affected)}")
+        self.affected_view = affected
 
     def recomputed(self, fresh: str, fetch: Callable[[str], Sequence[Sequence[Any]]]) -> str:
         """Cache the rows of ``fresh`` (the model's query) whose key is affected, after checking
@@ -249,7 +259,7 @@ class ChangeRun:
         quoted = quote_identifier(view)
         self.execute(
             f"create or replace temporary view {quoted} as\n"
-            + recomputed_sql(fresh, keys, self.key_views)
+            + recomputed_sql(fresh, keys, self._affected())
         )
         self.recomputed_view = view
         self.execute(f"cache table {quoted}")
@@ -263,6 +273,9 @@ class ChangeRun:
                 )
             )
         return quoted
+
+    def _affected(self) -> list[str]:
+        return [self.affected_view] if self.affected_view is not None else []
 
     def _plan(self, upstream: Upstream) -> None:
         watermark = None
@@ -509,7 +522,7 @@ class ChangeRun:
             "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
             "message": "; ".join(unchanged),
             "views": (
-                self.key_views
+                self._affected()
                 if self.query is not None
                 else [u.view for u in self.upstreams.values()]
             ),
@@ -541,11 +554,11 @@ class ChangeRun:
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
     def close(self) -> None:
-        if self.recomputed_view is not None:
-            self.execute(f"uncache table if exists {quote_identifier(self.recomputed_view)}")
+        cached = [v for v in (self.recomputed_view, self.affected_view) if v is not None]
+        for view in cached:
+            self.execute(f"uncache table if exists {quote_identifier(view)}")
         views = [u.view for u in self.upstreams.values() if u.view_created]
-        views += self.key_views + self.staged_views
-        views += [self.recomputed_view] if self.recomputed_view is not None else []
+        views += self.key_views + self.staged_views + cached
         for view in views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
 

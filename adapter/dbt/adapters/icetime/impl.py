@@ -192,12 +192,8 @@ class IcetimeAdapter(SparkAdapter):
         """`dbt source freshness` without loaded_at_field: when the rows last changed, read
         from the metadata (see ``history.log.last_data_change_ms``), no query."""
         now = datetime.now(UTC)
-        responses = {}
-        for source in sources:
-            changed = history_log.last_data_change_ms(self.table_metadata(source))
-            at = datetime.fromtimestamp(changed / 1000, UTC) if changed is not None else None
-            responses[source] = self._create_freshness_response(at, now)
-        return [None], responses
+        changed = {s: history_log.last_data_change(self.table_metadata(s)) for s in sources}
+        return [None], {s: self._create_freshness_response(at, now) for s, at in changed.items()}
 
     # -- dbt's phases (invocation.py runs each over the capabilities' hooks) ------------------
 
@@ -273,15 +269,8 @@ class IcetimeAdapter(SparkAdapter):
     def icetime_skipped(self, model: Mapping[str, Any]) -> dict[str, Any] | None:
         """Why this run does not build `model` (None: it builds), and the production table
         to clone it from instead (`reuse`, in a --defer run), if any."""
-        decision = self.invocation().builds.skipped(model["unique_id"])
-        if decision is None:
-            return None
-        reuse = decision.reuse
-        return {
-            "reason": decision.reason,
-            "message": no_op.message(decision.reason),
-            "reuse": None if reuse is None else self._table_relation(TableName.parse(reuse)),
-        }
+        builds = self.invocation().builds
+        return builds.skip_answer(model["unique_id"], no_op.message, self._table_relation)
 
     @available
     def icetime_plan(self, select: Any = None) -> dict[str, Any]:
@@ -390,10 +379,8 @@ class IcetimeAdapter(SparkAdapter):
     ) -> str:
         """`dbt clone`: replace ``target`` with a zero-copy clone of ``source``."""
         replaced = None if existing is None else VIEW if existing.is_view else TABLE
-        clones = self.invocation().clones()
-        return clones.clone_for_dbt(
-            TableName.from_relation(source), TableName.from_relation(target), replaced
-        )
+        source_name, target_name = map(TableName.from_relation, (source, target))
+        return self.invocation().clones().clone_for_dbt(source_name, target_name, replaced)
 
     @available
     def icetime_record_clone_view(self, source: BaseRelation, target: BaseRelation) -> str:
@@ -481,15 +468,10 @@ class IcetimeAdapter(SparkAdapter):
     @available
     def icetime_server(self, action: str) -> str:
         """The project's warm local Spark server: its status, or stop it (a sentence)."""
-        creds = self.config.credentials
-        if not creds.uses_server:
-            return "This target runs no icetime server (server: false, or a remote method)."
         from dbt.adapters.icetime.server import control
 
-        if action == "stop":
-            return control.stop(creds.icetime_dir)
-        described = control.status(creds.icetime_dir).describe()
-        return f"icetime server for {creds.icetime_dir}: {described}"
+        creds = self.config.credentials
+        return control.answer(creds.uses_server, creds.icetime_dir, action)
 
     def debug_query(self) -> None:
         """`dbt debug`'s connection test; on the warm server, its live status after it."""

@@ -373,6 +373,21 @@ class BuildSession(Hook):
             return None
         return pending.decision
 
+    def skip_answer(
+        self, node_id: str, message: Callable[[str], str], relation: Callable[[TableName], Any]
+    ) -> dict[str, Any] | None:
+        """What the materializations' skip prologue reads (None: the model is built): why, the
+        no-op's message, and the production table to clone instead (a --defer run), if any."""
+        decision = self.skipped(node_id)
+        if decision is None:
+            return None
+        reuse = decision.reuse
+        return {
+            "reason": decision.reason,
+            "message": message(decision.reason),
+            "reuse": None if reuse is None else relation(TableName.parse(reuse)),
+        }
+
     def model_finished(self, node_id: str) -> None:
         """The model's materialization completed (it did not fail)."""
         with self._lock:

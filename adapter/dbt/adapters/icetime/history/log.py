@@ -6,6 +6,7 @@ import shutil
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from dbt.adapters.icetime import args
@@ -168,6 +169,12 @@ def last_data_change_ms(metadata: TableMetadata) -> int | None:
         if entry.note or changes_data(entry.snapshot):
             return entry.made_current_ms
     return None
+
+
+def last_data_change(metadata: TableMetadata) -> datetime | None:
+    """``last_data_change_ms`` as the instant dbt's source freshness reports."""
+    changed = last_data_change_ms(metadata)
+    return datetime.fromtimestamp(changed / 1000, UTC) if changed is not None else None
 
 
 def as_table(entries: Sequence[Entry]) -> Any:

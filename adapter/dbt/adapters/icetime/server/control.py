@@ -53,6 +53,15 @@ def status(icetime_dir: str) -> Status:
     return Status(state, server_files.resident_mb(state.pid, state.jvm_pid), server.directory)
 
 
+def answer(uses_server: bool, icetime_dir: str, action: str) -> str:
+    """``icetime.server_status`` / ``icetime.stop_server`` (and ``dbt debug``), as a sentence."""
+    if not uses_server:
+        return "This target runs no icetime server (server: false, or a remote method)."
+    if action == "stop":
+        return stop(icetime_dir)
+    return f"icetime server for {icetime_dir}: {status(icetime_dir).describe()}"
+
+
 def stop(icetime_dir: str) -> str:
     """Stop the project's server; what was done, in a sentence."""
     server = ServerFiles(icetime_dir)

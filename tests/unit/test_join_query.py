@@ -26,9 +26,15 @@ from dbt.adapters.icetime.changes.query import (
     upstream_tables,
 )
 
-ORDERS = UpstreamColumns("icetime", "raw", "orders", ("order_id", "customer_id", "amount"))
-CUSTOMERS = UpstreamColumns("icetime", "raw", "customers", ("customer_id", "region", "active"))
-PAYMENTS = UpstreamColumns("icetime", "raw", "payments", ("payment_id", "order_id", "paid"))
+ORDERS = UpstreamColumns(
+    "icetime", "raw", "orders", ("order_id", "customer_id", "amount"), ("long", "long", "long")
+)
+CUSTOMERS = UpstreamColumns(
+    "icetime", "raw", "customers", ("customer_id", "region", "active"), ("long", "string", "int")
+)
+PAYMENTS = UpstreamColumns(
+    "icetime", "raw", "payments", ("payment_id", "order_id", "paid"), ("long", "long", "int")
+)
 UPSTREAMS = (ORDERS, CUSTOMERS, PAYMENTS)
 ORD, CUS, PAY = (f"icetime.raw.{u.table} VERSION AS OF 7" for u in UPSTREAMS)
 
@@ -150,6 +156,19 @@ def test_exact_shapes_are_accepted(sql: str, key: tuple[str, ...]) -> None:
             "an aggregation inside a subquery",
         ),
         (f"select order_id from {ORD} tablesample (10 percent)", ("order_id",), "tablesample"),
+        (
+            f"select c.customer_id, o.amount from {ORD} o left join {CUS} c "
+            "on o.customer_id = c.customer_id",
+            ("customer_id",),
+            "a unique_key column read from the right side of a left join (customer_id reads "
+            "`c`.`customer_id`",
+        ),
+        (
+            f"select s.k from (select coalesce(c.customer_id, o.order_id) as k from {ORD} o "
+            f"left join {CUS} c on o.customer_id = c.customer_id) s",
+            ("k",),
+            "right side of a left join",
+        ),
     ],
 )
 def test_shapes_that_are_not_exact_are_refused_by_name(
@@ -191,14 +210,53 @@ def test_the_delta_rule_reads_earlier_occurrences_new_and_later_ones_old() -> No
     )
     new = {u.key: Read(f"select * from new_{u.table}") for u in UPSTREAMS}
     old = {u.key: Read(f"select * from old_{u.table}") for u in UPSTREAMS}
+    # Orders hold the key: their change rows are the keys their changes touch.
     orders = query.affected_keys_sql(0, Read("select * from delta_orders"), new, old)
-    assert "delta_orders" in orders and "old_customers" in orders and "new_" not in orders
-    assert "LEFT JOIN" in orders  # the changed side is the preserved one: kept as written
+    assert "delta_orders" in orders and "customers" not in orders
     customers = query.affected_keys_sql(1, Read("select * from delta_customers"), new, old)
     assert "new_orders" in customers and "delta_customers" in customers
     # The changed side was null-supplying: an inner join, and its condition left out.
     assert "LEFT JOIN" not in customers and "EU" not in customers
     assert customers.startswith("select distinct `order_id` from (")
+    # A key the changed read does not hold: the query, the later reads at the watermark.
+    by_region = shape(
+        f"select c.region, count(*) as n from {ORD} o join {CUS} c "
+        "on o.customer_id = c.customer_id group by c.region",
+        ("region",),
+    )
+    orders = by_region.affected_keys_sql(0, Read("select * from delta_orders"), new, old)
+    assert "delta_orders" in orders and "old_customers" in orders and "new_" not in orders
+
+
+def test_a_key_column_of_the_changed_read_is_its_change_rows_own() -> None:
+    query = shape(
+        f"select o.order_id, c.region, p.paid from {ORD} o "
+        f"join {CUS} c on o.customer_id = c.customer_id "
+        f"left join {PAY} p on p.order_id = o.order_id"
+    )
+    new = {u.key: Read(f"select * from new_{u.table}") for u in UPSTREAMS}
+    old = {u.key: Read(f"select * from old_{u.table}") for u in UPSTREAMS}
+    # Orders hold the key; the left join's condition ties it to payments.order_id (both long).
+    assert query.key_sources == {0: ("order_id",), 2: ("order_id",)}
+    payments = query.affected_keys_sql(2, Read("select * from delta_payments"), new, old)
+    assert "delta_payments" in payments and "new_" not in payments and "old_" not in payments
+    assert payments.startswith("select distinct `order_id` as `order_id` from (")
+    # Customers change other orders' rows: the query is rendered.
+    customers = query.affected_keys_sql(1, Read("select * from delta_customers"), new, old)
+    assert "new_orders" in customers and "old_payments" in customers
+
+
+def test_an_equality_across_types_does_not_carry_the_key() -> None:
+    text = UpstreamColumns(
+        "icetime", "raw", "payments", ("payment_id", "order_id", "paid"), ("long", "string", "int")
+    )
+    query = analyze(
+        f"select o.order_id, p.paid from {ORD} o join {PAY} p on p.order_id = o.order_id",
+        (ORDERS, CUSTOMERS, text),
+        ("order_id",),
+        "model.demo.mart",
+    )
+    assert query.key_sources == {0: ("order_id",)}
 
 
 # Queries over orders (o), customers (c) and payments (p), with their unique_key.
@@ -239,6 +297,21 @@ PROPERTY_QUERIES = {
         "with c as (select * from {c} where active = 1) select o.order_id, c1.region, "
         "c2.region as second from {o} o join c c1 on o.customer_id = c1.customer_id "
         "left join c c2 on c2.customer_id = o.customer_id + 1",
+        ("order_id",),
+    ),
+    "the key through an equality (one type)": (
+        "select p.order_id, o.amount, p.paid from {p} p join {o} o on o.order_id = p.order_id",
+        ("order_id",),
+    ),
+    "the key through equalities, over a derived table": (
+        "select s.order_id, s.region from (select o.order_id as order_id, c.region from {o} o "
+        "join {c} c on o.customer_id = c.customer_id) s join {p} p on p.order_id = s.order_id "
+        "where p.paid = 1",
+        ("order_id",),
+    ),
+    "union all, the second branch named otherwise": (
+        "select o.order_id, o.amount from {o} o where o.amount >= 5 union all "
+        "select c.customer_id + 1000 as amount, c.customer_id as order_id from {c} c",
         ("order_id",),
     ),
     "union all of disjoint branches": (

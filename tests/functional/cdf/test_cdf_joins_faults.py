@@ -85,5 +85,7 @@ def test_killed_runs_then_rerun_equal_the_rebuild(tmp_path: Path, icetime_home: 
         again = run_dbt_here(project, "run")
         assert again.returncode == 0, again.output
         if point == AFTER_DATA_COMMIT:
-            assert "moved after its last recorded watermark" in again.output, again.output
+            assert "written after its last recorded watermark by an interrupted run" in (
+                again.output
+            ), again.output
         assert rows("select * from {s}.mart") == rows(REBUILD), f"after a kill {point}"

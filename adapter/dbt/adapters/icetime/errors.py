@@ -272,6 +272,10 @@ CDF_RECOVERING = (
     "{target} was written after its last recorded watermark (an interrupted run?): re-applying "
     "the changes since that watermark."
 )
+CDF_RECOVERING_REBUILD = (
+    "{target} was written after its last recorded watermark by an interrupted run; a later "
+    "commit may have undone a change that run applied"
+)
 SNAPSHOT_HISTORY_GAP = (
     "Snapshot {model} cannot read the commits of {table} since its watermark snapshot "
     "{watermark}: {reason}. Set on_history_gap: full_refresh on the snapshot to rebuild "

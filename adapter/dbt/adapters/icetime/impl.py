@@ -328,7 +328,9 @@ class IcetimeAdapter(SparkAdapter):
         return self.invocation().cdf.key_bounds(relation, key)
 
     @available
-    def icetime_cdf_recomputed(self, model: dict[str, Any], fresh: BaseRelation) -> str:
+    def icetime_cdf_recomputed(
+        self, model: dict[str, Any], fresh: BaseRelation
+    ) -> dict[str, str | None]:
         return self.invocation().cdf.recomputed(model, fresh)
 
     @available

@@ -100,6 +100,7 @@ class CdfSession:
             raise errors.ConfigurationError(
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
             )
+        run.recover()
         sql = run.model_sql(model["compiled_code"])  # makes the views describe() names
         described = run.describe()
         described["sql"] = sql
@@ -170,7 +171,9 @@ class CdfSession:
             run.query = analyze(
                 model["compiled_code"],
                 [
-                    UpstreamColumns.of(u.table, [f.name for f in u.out.fields])
+                    UpstreamColumns.of(
+                        u.table, [f.name for f in u.out.fields], [f.type for f in u.out.fields]
+                    )
                     for u in run.upstreams.values()
                 ],
                 config.unique_key,
@@ -178,9 +181,10 @@ class CdfSession:
             )
             run.choose_by_query()
 
-    def recomputed(self, model: Mapping[str, Any], fresh: Any) -> str:
+    def recomputed(self, model: Mapping[str, Any], fresh: Any) -> dict[str, str | None]:
         """A model kept equal to its query: its affected keys' new rows, checked to be one per
-        key and cached, for the MERGE to read (see ChangeRun.recomputed)."""
+        key and cached, for the MERGE to read, and the MERGE target's bound on the affected keys
+        (see ChangeRun.recomputed)."""
         run = self.runs.run_of(model["unique_id"])
         return run.recomputed(str(fresh), self.services.fetch)
 

@@ -12,6 +12,8 @@ from typing import Any
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 Fetch = Callable[[str], Sequence[Sequence[Any]]]
+# Spark's integral types (typeof), whose consecutive values are runs.
+INTEGRAL_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})
 # The touched keys are listed in SQL up to this many, and runs of consecutive keys as up to this
 # many ranges; else this many ranges bound them all.
 TOUCHED_KEYS = 10_000
@@ -77,12 +79,14 @@ def touched_keys(fetch: Fetch, relation: Any, key: str, integral: bool) -> KeyBo
     exact = len(found) <= TOUCHED_KEYS and ranges <= TOUCHED_RANGES
     if not exact:
         found = fetch(
-            f"select min({column}), max({column}) from (select {column}, "
-            f"ntile({TOUCHED_RANGES}) over (order by {column}) as _icetime_tile "
+            f"select min({column}), max({column}), count(*) - count({column}) from (select "
+            f"{column}, ntile({TOUCHED_RANGES}) over (order by {column}) as _icetime_tile "
             f"from {distinct}) group by _icetime_tile"
         )
+        if any(row[2] for row in found):  # a null key: no range holds it
+            return None
     bounds = []
-    for low, high in found:
+    for low, high, *_ in found:
         low_sql, high_sql = key_literal(low), key_literal(high)
         if low_sql is None or high_sql is None:
             return None

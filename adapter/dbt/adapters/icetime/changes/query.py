@@ -92,14 +92,23 @@ class UpstreamColumns:
     schema: str
     table: str
     columns: tuple[str, ...]
+    # Each column's Iceberg type ("long", "decimal(12, 2)"), when known: an equality between two
+    # columns passes a key from one to the other only when both have the same type.
+    types: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.catalog.lower(), self.schema.lower(), self.table.lower())
 
+    def type_of(self, column: str) -> str | None:
+        by_name = {c.lower(): t for c, t in zip(self.columns, self.types, strict=False)}
+        return by_name.get(column.lower())
+
     @classmethod
-    def of(cls, table: TableName, columns: Sequence[str] = ()) -> UpstreamColumns:
-        return cls(table.catalog or "", table.namespace, table.name, tuple(columns))
+    def of(
+        cls, table: TableName, columns: Sequence[str] = (), types: Sequence[str] = ()
+    ) -> UpstreamColumns:
+        return cls(table.catalog or "", table.namespace, table.name, tuple(columns), tuple(types))
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,13 @@ class JoinQuery:
         self._tree = tree
         self.occurrences = occurrences
         self.key_columns = key_columns
+        tables = upstream_tables(tree)
+        # Per occurrence, its columns that every row it feeds has as its key (see key_source).
+        self.key_sources = {
+            o.index: found
+            for o in occurrences
+            if (found := key_source(tree, tables[o.index], key_columns, occurrences)) is not None
+        }
 
     def affected_keys_sql(
         self,
@@ -142,8 +158,15 @@ class JoinQuery:
         """The distinct ``unique_key`` values the changes of occurrence ``changed`` can touch.
 
         ``change_rows`` holds that upstream's change rows, both images, with its columns;
-        occurrences before it read ``new``, those after it ``old`` (by upstream key).
+        occurrences before it read ``new``, those after it ``old`` (by upstream key). When the
+        occurrence's own columns are every key of the rows it feeds (``key_sources``), its change
+        rows are the keys, and no other upstream is read.
         """
+        source = self.key_sources.get(changed)
+        if source is not None:
+            pairs = zip(source, self.key_columns, strict=True)
+            keys = ", ".join(f"{quote_identifier(c)} as {quote_identifier(k)}" for c, k in pairs)
+            return f"select distinct {keys} from (\n{change_rows.sql}\n) as {KEYS_ALIAS}"
         tree = self._tree.copy()
         replaced: exp.Expr | None = None
         for position, table in enumerate(upstream_tables(tree)):
@@ -210,21 +233,66 @@ def analyze(
             f"{', '.join(outputs)})"
         )
     for top in _top_selects(qualified):
-        _check_top(top, keys, refuse)
+        key_expressions = _key_expressions(qualified, top, keys)
+        _check_top(top, key_expressions, keys, refuse)
+        for key, expression in key_expressions.items():
+            extended = _null_extended(top, expression)
+            if extended is not None:
+                raise refuse(
+                    f"a unique_key column read from the right side of a left join ({key} reads "
+                    f"{extended}; take the key from its left side)"
+                )
     occurrences = tuple(
         Occurrence(i, known[_table_key(t)]) for i, t in enumerate(upstream_tables(qualified))
     )
     return JoinQuery(qualified, occurrences, keys)
 
 
-def recomputed_sql(fresh: str, keys: Sequence[str], key_views: Sequence[str]) -> str:
-    """The rows of ``fresh`` (the model's query at the new snapshots) whose key is affected."""
+def key_source(
+    tree: exp.Query,
+    table: exp.Table,
+    keys: Sequence[str],
+    occurrences: Sequence[Occurrence],
+) -> tuple[str, ...] | None:
+    """The columns of the upstream read at ``table`` that equal the query's ``keys`` in every
+    output row whose lineage holds one of its rows, or None.
+
+    A key column traced, through projections and derived tables, to a column of that read, or
+    to a column an equality ties it to (a ``where`` conjunct, an inner join's ``on``, or the
+    ``on`` of the left join that reads it), both of one type: the keys its changes touch are
+    then their own values of those columns, both images, read without any other upstream.
+    """
+    top = next((s for s in _top_selects(tree) if _contains(s, table)), None)
+    if top is None:
+        return None
+    upstreams = {id(t): o.upstream for t, o in zip(upstream_tables(tree), occurrences, strict=True)}
+    key_expressions = _key_expressions(tree, top, keys)
+    found = []
+    for key in keys:
+        expression = key_expressions.get(key)
+        column = (
+            _trace(top, expression, table, upstreams)
+            if isinstance(expression, exp.Column)
+            else None
+        )
+        if column is None:
+            return None
+        found.append(column)
+    return tuple(found)
+
+
+def recomputed_sql(
+    fresh: str, keys: Sequence[str], key_views: Sequence[str], bound: str | None = None
+) -> str:
+    """The rows of ``fresh`` (the model's query at the new snapshots) whose key is affected.
+    ``bound``, a condition every affected key meets on literals, is pushed into the scans."""
     quoted = [quote_identifier(k) for k in keys]
     affected = " union ".join(
         f"select {', '.join(quoted)} from {quote_identifier(v)}" for v in key_views
     )
     match = " and ".join(f"rows.{k} <=> wanted.{k}" for k in quoted)
-    return f"select rows.* from {fresh} as rows left semi join ({affected}) as wanted on {match}"
+    rows = f"(select * from {fresh} where {bound})" if bound else fresh
+    return f"select rows.* from {rows} as rows left semi join ({affected}) as wanted on {match}"
 
 
 def duplicate_key_sql(relation: str, keys: Sequence[str]) -> str:
@@ -351,7 +419,24 @@ def _tops_of(node: exp.Expr | None) -> list[exp.Select]:
     return []
 
 
-def _check_top(select: exp.Select, keys: tuple[str, ...], refuse: Refuse) -> None:
+def _key_expressions(tree: exp.Query, top: exp.Select, keys: Sequence[str]) -> dict[str, exp.Expr]:
+    """What each key column is in one top select (a union's branch gives its columns by
+    position, under the first branch's names)."""
+    names = [n.lower() for n in tree.named_selects]
+    found = {}
+    for key in keys:
+        position = names.index(key) if key in names else None
+        if position is not None and position < len(top.expressions):
+            found[key] = _unaliased(top.expressions[position])
+    return found
+
+
+def _check_top(
+    select: exp.Select,
+    key_expressions: Mapping[str, exp.Expr],
+    keys: tuple[str, ...],
+    refuse: Refuse,
+) -> None:
     """An aggregation or window is allowed at the top only, grouped or partitioned by every key;
     nowhere below it."""
     for inner in select.find_all(exp.Select):
@@ -361,8 +446,7 @@ def _check_top(select: exp.Select, keys: tuple[str, ...], refuse: Refuse) -> Non
             raise refuse("an aggregation inside a subquery (aggregate at the top of the query)")
         if any(_owning_select(w) is inner for w in inner.find_all(exp.Window)):
             raise refuse("a window function inside a subquery")
-    by_name = {e.alias_or_name.lower(): e for e in select.expressions}
-    key_sql = {k: _unaliased(by_name[k]).sql(dialect=DIALECT) for k in keys if k in by_name}
+    key_sql = {k: e.sql(dialect=DIALECT) for k, e in key_expressions.items()}
     if _aggregates(select) and not select.args.get("distinct"):
         group = select.args.get("group")
         grouped = {e.sql(dialect=DIALECT) for e in group.expressions} if group else set()
@@ -399,6 +483,123 @@ def _owning_select(node: exp.Expr) -> exp.Select | None:
 
 def _unaliased(expression: exp.Expr) -> exp.Expr:
     return expression.this if isinstance(expression, exp.Alias) else expression
+
+
+ColumnRef = tuple[str, str]  # (relation alias, column name), lower case
+
+
+def _sources(select: exp.Select) -> dict[str, exp.Expr]:
+    """The relations a select reads, by alias: its FROM and each join's."""
+    from_ = select.args.get("from_")
+    nodes = [from_.this] if from_ is not None else []
+    nodes += [join.this for join in select.args.get("joins") or []]
+    return {node.alias_or_name.lower(): node for node in nodes}
+
+
+def _contains(node: exp.Expr, table: exp.Table) -> bool:
+    return node is table or any(t is table for t in node.find_all(exp.Table))
+
+
+def _projection(select: exp.Select, name: str) -> exp.Expr | None:
+    by_name = {e.alias_or_name.lower(): _unaliased(e) for e in select.expressions}
+    return by_name.get(name)
+
+
+def _column_type(
+    select: exp.Select, ref: ColumnRef, upstreams: Mapping[int, UpstreamColumns]
+) -> str | None:
+    """The Iceberg type of a column a select reads, when it is an upstream's column passed
+    through unchanged."""
+    node = _sources(select).get(ref[0])
+    if isinstance(node, exp.Table) and id(node) in upstreams:
+        return upstreams[id(node)].type_of(ref[1])
+    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+        inner = _projection(node.this, ref[1])
+        if isinstance(inner, exp.Column):
+            return _column_type(node.this, _ref(inner), upstreams)
+    return None
+
+
+def _ref(column: exp.Column) -> ColumnRef:
+    return (column.table.lower(), column.name.lower())
+
+
+def _equalities(
+    select: exp.Select, table: exp.Table, upstreams: Mapping[int, UpstreamColumns]
+) -> list[tuple[ColumnRef, ColumnRef]]:
+    """The column equalities that hold in every row of ``select`` fed by ``table``: its
+    ``where`` conjuncts, its inner joins' conditions and the condition of the left join that
+    reads ``table`` (a left join's other rows may be null-extended). Only between columns of
+    one known type: a comparison across types casts, and equal values may differ."""
+    conditions = _conjuncts(select.args["where"].this) if select.args.get("where") else []
+    for join in select.args.get("joins") or []:
+        inner = not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
+        if (inner or (_outer_left(join) and _contains(join.this, table))) and join.args.get("on"):
+            conditions += _conjuncts(join.args["on"])
+    pairs = []
+    for condition in conditions:
+        if isinstance(condition, exp.EQ):
+            left, right = condition.this, condition.expression
+            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+                a, b = _ref(left), _ref(right)
+                kind = _column_type(select, a, upstreams)
+                if kind is not None and kind == _column_type(select, b, upstreams):
+                    pairs.append((a, b))
+    return pairs
+
+
+def _trace(
+    select: exp.Select,
+    column: exp.Column,
+    table: exp.Table,
+    upstreams: Mapping[int, UpstreamColumns],
+) -> str | None:
+    """The column of ``table`` that ``column`` (read by ``select``) equals in every row of
+    ``select`` fed by ``table``, or None."""
+    sources = _sources(select)
+    edges = _equalities(select, table, upstreams)
+    start = _ref(column)
+    seen, pending = {start}, [start]
+    while pending:
+        ref = pending.pop()
+        node = sources.get(ref[0])
+        if node is table:
+            return ref[1]
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+            inner = _projection(node.this, ref[1])
+            if isinstance(inner, exp.Column) and _contains(node, table):
+                found = _trace(node.this, inner, table, upstreams)
+                if found is not None:
+                    return found
+        for a, b in edges:
+            for this, other in ((a, b), (b, a)):
+                if this == ref and other not in seen:
+                    seen.add(other)
+                    pending.append(other)
+    return None
+
+
+def _null_extended(select: exp.Select, expression: exp.Expr) -> str | None:
+    """A column ``expression`` reads from the right side of a left join (in ``select`` or in
+    the derived tables it reads), as SQL, or None. A change there can turn the key of a left
+    row into another value (a vanished match makes it null) that no change row holds."""
+    sources = _sources(select)
+    extended = {
+        join.this.alias_or_name.lower()
+        for join in select.args.get("joins") or []
+        if _outer_left(join)
+    }
+    for column in expression.find_all(exp.Column):
+        alias = column.table.lower()
+        if alias in extended:
+            return column.sql(dialect=DIALECT)
+        node = sources.get(alias)
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+            inner = _projection(node.this, column.name.lower())
+            found = _null_extended(node.this, inner) if inner is not None else None
+            if found is not None:
+                return found
+    return None
 
 
 def _relation(sql: str, alias: str) -> exp.Subquery:

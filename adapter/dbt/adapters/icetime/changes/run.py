@@ -33,6 +33,7 @@ from dbt.adapters.icetime.changes.cost import (
 )
 from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feed, Feeds
 from dbt.adapters.icetime.changes.files import Touched
+from dbt.adapters.icetime.changes.keys import INTEGRAL_TYPES, Fetch, KeyBound, touched_keys
 from dbt.adapters.icetime.changes.plan import (
     COMPACTION,
     ChangeRange,
@@ -250,16 +251,20 @@ class ChangeRun:
         self.execute(f"cache table {quote_identifier(affected)}")
         self.affected_view = affected
 
-    def recomputed(self, fresh: str, fetch: Callable[[str], Sequence[Sequence[Any]]]) -> str:
+    def recomputed(self, fresh: str, fetch: Fetch) -> dict[str, str | None]:
         """Cache the rows of ``fresh`` (the model's query) whose key is affected, after checking
-        the query gives one row per key value; returns the cached view's name."""
+        the query gives one row per key value. Returns the cached view's name (``rows``) and a
+        condition on the MERGE target's first key that holds for every affected key
+        (``target_bound``, or None)."""
         assert self.query is not None
         keys = self.query.key_columns
+        bound = self._key_bound(fetch, keys[0])
+        first = quote_identifier(keys[0])
         view = view_name(self.node_id, "recomputed")
         quoted = quote_identifier(view)
         self.execute(
             f"create or replace temporary view {quoted} as\n"
-            + recomputed_sql(fresh, keys, self._affected())
+            + recomputed_sql(fresh, keys, self._affected(), bound.sql(first) if bound else None)
         )
         self.recomputed_view = view
         self.execute(f"cache table {quoted}")
@@ -272,7 +277,25 @@ class ChangeRun:
                     model=self.node_id, count=count, key=key, target=self.target
                 )
             )
-        return quoted
+        target_bound = bound.sql(f"DBT_INTERNAL_DEST.{first}") if bound else None
+        return {"rows": quoted, "target_bound": target_bound}
+
+    def _key_bound(self, fetch: Fetch, key: str) -> KeyBound | None:
+        """Literal ranges (or values) of the affected keys' first column: the new rows' query
+        and the MERGE's target scan are bounded by them, so Iceberg skips every file whose key
+        range misses them (a join with the keys is not pushed into a scan). None when there
+        are no keys, a null key, or keys with no literal."""
+        if self.affected_view is None:
+            return None
+        relation = quote_identifier(self.affected_view)
+        column = quote_identifier(key)
+        found = fetch(
+            f"select count(*), count(*) - count({column}), max(typeof({column})) from {relation}"
+        )
+        rows, nulls, kind = found[0]
+        if not rows or nulls:
+            return None
+        return touched_keys(fetch, relation, key, str(kind) in INTEGRAL_TYPES)
 
     def _affected(self) -> list[str]:
         return [self.affected_view] if self.affected_view is not None else []
@@ -378,23 +401,33 @@ class ChangeRun:
     def choose_by_query(self) -> None:
         """A model kept equal to its query chooses once every upstream is planned: its
         incremental side also scans whole upstreams (changes/cost.py), every other upstream
-        for each changed one, then every upstream for the affected keys' new rows."""
-        if self.recovering and not self.full:
-            # The interrupted run wrote rows for keys its range touched; a later commit may have
-            # undone a change of that range, so the rows it wrote may be no affected key's now.
-            self._rebuild(f"{self.target} moved after its last recorded watermark")
-            return
-        if self.estimate is None or self.full:
+        for each changed one whose change rows do not hold the keys themselves, then every
+        upstream for the affected keys' new rows."""
+        if self.estimate is None or self.full or self.query is None:
             return
         sizes = {
-            name: table_bytes(u.metadata, u.to_snapshot) or 0 for name, u in self.upstreams.items()
+            _upstream_key(u.table): table_bytes(u.metadata, u.to_snapshot) or 0
+            for u in self.upstreams.values()
         }
         total = sum(sizes.values())
-        changed = [name for name, u in self.upstreams.items() if _changed(u)]
-        scan = total + sum(total - sizes[name] for name in changed)
+        changed = {_upstream_key(u.table) for u in self.upstreams.values() if _changed(u)}
+        scan = total + sum(
+            total - sizes[o.upstream.key]
+            for o in self.query.occurrences
+            if o.upstream.key in changed and o.index not in self.query.key_sources
+        )
         self.estimate = replace(self.estimate, scan_bytes=scan)
         if self.estimate.choice == FULL:
             self._rebuild_by_choice(self.estimate)
+
+    def recover(self) -> None:
+        """After an interrupted run's data commit (``recovering``), a model that keeps keys
+        (merge, recompute) is rebuilt: that run applied the changes of a range, and a later
+        commit may have undone one of them, which the net changes since the watermark no longer
+        show (a row inserted, then deleted). A change log (append) takes out the rows of the
+        range's commits and appends them again instead (the materialization's step)."""
+        if self.recovering and self.mode in (MERGE, RECOMPUTE):
+            self._rebuild(errors.CDF_RECOVERING_REBUILD.format(target=self.target))
 
     def _rebuild_by_choice(self, estimate: Estimate) -> None:
         self._rebuild(f"cdf_refresh {self.refresh}: {estimate.describe()}")

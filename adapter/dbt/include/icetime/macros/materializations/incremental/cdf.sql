@@ -100,9 +100,10 @@
     {%- set bounds = adapter.icetime_key_bounds(changes, first_key) -%}
   {%- endif -%}
   {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
-  {%- set recomputed = none -%}
+  {%- set recomputed = {'rows': none, 'target_bound': none} -%}
   {%- if run['keys'] -%}
-    {#- Kept equal to its query: the affected keys' new rows, one per key (checked), cached. -#}
+    {#- Kept equal to its query: the affected keys' new rows, one per key (checked), cached,
+        and literal bounds of the keys for the MERGE's target scan. -#}
     {%- set recomputed = adapter.icetime_cdf_recomputed(model, changes) -%}
   {%- endif -%}
   {% do adapter.icetime_fault('during_write') %}
@@ -112,7 +113,7 @@
     {%- elif run.mode == 'append' -%}
       {{ get_insert_into_sql(payload, this, columns, target_columns) }}
     {%- else -%}
-      {{ icetime_cdf_recompute_sql(this, target_columns, recomputed or payload, columns, run.views, run['keys'] or config.get('cdf_recompute_keys')) }}
+      {{ icetime_cdf_recompute_sql(this, target_columns, recomputed['rows'] or payload, columns, run.views, run['keys'] or config.get('cdf_recompute_keys'), recomputed['target_bound']) }}
     {%- endif -%}
   {%- endcall -%}
   {%- if run.mode == 'merge' -%}

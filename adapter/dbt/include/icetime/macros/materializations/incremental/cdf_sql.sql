@@ -65,7 +65,7 @@
 {% endmacro %}
 
 
-{% macro icetime_cdf_recompute_sql(target, target_columns, fresh, fresh_columns, key_views, recompute_keys) %}
+{% macro icetime_cdf_recompute_sql(target, target_columns, fresh, fresh_columns, key_views, recompute_keys, target_bound=none) %}
   {#- Recompute only the groups whose keys changed upstream (before or after images): merge
       the recomputed groups, delete the groups that no longer exist. fresh_columns: the columns
       of `fresh`, the model's rows; target_columns: the target's. -#}
@@ -87,6 +87,10 @@
       on {% for key in keys %}changed.{{ key }} <=> recomputed.{{ key }}{{ ' and ' if not loop.last }}{% endfor %}
   ) as DBT_INTERNAL_SOURCE
   on {% for key in keys %}DBT_INTERNAL_SOURCE._icetime_key_{{ loop.index }} <=> DBT_INTERNAL_DEST.{{ key }}{{ ' and ' if not loop.last }}{% endfor %}
+  {%- if target_bound %}
+  {#- Literal bounds every recomputed key meets: Iceberg skips target files outside them. #}
+    and {{ target_bound }}
+  {%- endif %}
   when matched and DBT_INTERNAL_SOURCE._icetime_present is null then delete
   when matched then update set
     {%- for column in columns %}

@@ -218,6 +218,8 @@ def rows_for(points: list[Point]) -> list[Row]:
         ("orders", 0.001, "two"): "at least 5",
         ("customers", 0.001, "two"): "at least 3",
         ("both", 0.001, "two"): "at least 3",
+        ("customers", 0.001, "three"): "at least 3",
+        ("both", 0.001, "three"): "at least 3",
         ("orders", 0.001, "three"): "at least 3",
         ("payments", 0.001, "three"): "at least 3",
     }
@@ -289,8 +291,8 @@ def main() -> None:
     points: list[Point] = []
     for scenario, shapes in (
         ("orders", both),
-        ("customers", ("two",)),
-        ("both", ("two",)),
+        ("customers", both),
+        ("both", both),
         ("payments", ("three",)),
     ):
         change(root, args.orders, scenario, 0.001)

@@ -149,6 +149,10 @@ step "The object history (a dbt snapshot, strategy iceberg_history) reads only t
 step "Every status change, each version valid from its own commit's time (the two changes that
    landed between runs included), next to the commit of raw.objects that made it (expired ones from icetime's history)" \
   "dbt show --inline \"select h.object_id, h.status, date_format(h.dbt_valid_from, 'HH:mm:ss.SSS') as valid_from, date_format(h.dbt_valid_to, 'HH:mm:ss.SSS') as valid_to, c.snapshot_id as made_by_commit, c.expired from {{ ref('object_history') }} h left join {{ icetime.snapshots_with_expired(source('raw', 'objects')) }} c on c.committed_at = h.dbt_valid_from where h.object_id in (2, 5) order by 1, 3\""
+step "CDF through a join: tracked_observations (raw observations joined with raw objects, a
+   unique_key, no changes()). One incremental run applies object 5's two status changes to
+   every one of its observations, reading only the data files those commits touched" \
+  "dbt run --select tracked_observations --vars '{cdf_refresh: incremental}' && dbt show --inline \"select object_id, status, count(*) as observations from {{ ref('tracked_observations') }} where object_id = 5 group by 1, 2\""
 step "Objects per orbit class" "dbt show --select orbit_summary"
 step "Closest approaches at the latest observation" \
   "dbt show --inline \"select * from {{ ref('conjunction_alerts') }} order by miss_distance_km\" --limit 5"

@@ -168,8 +168,8 @@ def deployment(
 
 def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:
     for build in ("first build", "second build"):
-        # 26 models, seeds and data tests, and the unit test of a CDF model's logic.
-        assert "PASS=28 WARN=0 ERROR=0" in deployment.outputs[build], build
+        # 28 models, seeds and data tests, and the unit test of a CDF model's logic.
+        assert "PASS=30 WARN=0 ERROR=0" in deployment.outputs[build], build
     assert deployment.count("raw.objects") == 120
     assert deployment.count("analytics.registry") == 120
 
@@ -180,10 +180,11 @@ def test_cdf_models_apply_only_the_changes_and_equal_a_rebuild(deployment: Deplo
     # Incremental, from the watermark the first build left: not rebuilt from scratch.
     assert f"changes of icetime.raw.objects since snapshot {watermark}" in second
     assert "from scratch" not in second
-    # The three CDF models and the history snapshot share one read of the touched files (the
-    # first reads, three reuse).
-    assert second.count("touched by them") == 1
-    assert second.count("reusing the rows read for") == 3
+    # The four CDF models and the history snapshot share one read of the files raw.objects'
+    # commits touched (the first reads, four reuse); the joined model also reads
+    # raw.observations' own.
+    assert second.count("touched by them") == 2
+    assert second.count("reusing the rows read for") == 4
     # The project's singular test compares every CDF model with the same SQL built from scratch.
     assert "PASS=1 " in deployment.dbt("test", "--select", "cdf_models_match_rebuild")
 
@@ -327,7 +328,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     skip = ("run", "--vars", "{skip_unchanged: true}")
     deployment.dbt(*skip)  # catches up with what the earlier tests changed
     # Nothing landed since: every model is dbt's no-op.
-    assert "NO-OP=9 TOTAL=9" in deployment.dbt(*skip)
+    assert "NO-OP=10 TOTAL=10" in deployment.dbt(*skip)
 
     before = deployment.current("raw.observations")
     deployment.dbt("run-operation", "late_observations")
@@ -337,7 +338,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     assert re.search(rf"registry\s+build\s+{moved}", plan), plan
     assert re.search(r"conjunction_alerts\s+build\s+its input registry builds in this run", plan)
     assert re.search(r"operator_fleet\s+skip\s+unchanged", plan), plan
-    assert "3 to build, 7 to skip" in plan
+    assert "4 to build, 7 to skip" in plan
 
     # The nightly run builds the marts that read observations; the rest is left alone.
     nightly = deployment.dbt(*skip)
@@ -346,7 +347,8 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
         found = re.search(r" model analytics\.(\w+) \.", line)
         if found and "START" not in line:
             (left if "NO-OP" in line else built).add(found.group(1))
-    assert built == {"registry", "orbit_summary", "conjunction_alerts"}, nightly
+    marts = {"registry", "orbit_summary", "conjunction_alerts", "tracked_observations"}
+    assert built == marts, nightly
     assert "operator_fleet" in left and "active_objects" in left
     assert "NO-OP=6" in nightly
 

@@ -1,6 +1,8 @@
 """Exactly once through joins: a run of a model over two upstreams killed before its write,
-during it (the MERGE that deletes and inserts the affected keys), or between its data commit
-and its watermark commit, then re-run, leaves the rebuild's rows.
+during it, between its delete and its insert of the affected keys' rows (on a branch of the
+target, before main is fast-forwarded to it), or between its data commit and its watermark
+commit, then re-run, leaves the rebuild's rows. A run killed before its data commit leaves
+main's rows as they were.
 
 Each killed run is a `dbt` process of its own, ended with os._exit (ICETIME_FAULT); the other
 runs are dbt invocations in the test's process. After the kill between the two commits, the
@@ -15,7 +17,12 @@ from typing import Any
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
-from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
+from dbt.adapters.icetime.faults import (
+    AFTER_DATA_COMMIT,
+    BEFORE_WRITE,
+    BETWEEN_DELETE_AND_INSERT,
+    DURING_WRITE,
+)
 from tests.support import (
     MOR,
     profile_target,
@@ -69,13 +76,17 @@ def test_killed_runs_then_rerun_equal_the_rebuild(tmp_path: Path, icetime_home: 
     assert run_dbt_here(project, "run").returncode == 0
 
     customers, orders = f"icetime.{schema}.customers", f"icetime.{schema}.orders"
-    for step, point in enumerate((BEFORE_WRITE, DURING_WRITE, AFTER_DATA_COMMIT), start=1):
+    points = (BEFORE_WRITE, DURING_WRITE, BETWEEN_DELETE_AND_INSERT, AFTER_DATA_COMMIT)
+    for step, point in enumerate(points, start=1):
+        before = rows("select * from {s}.mart")
         spark.sql(f"update {customers} set region = 'APAC' where customer_id = {step % 3}")
         spark.sql(f"update {orders} set amount = amount + 1 where order_id % 5 = {step}")
         killed = run_dbt_process(
             project, "run", env={"ICETIME_FAULT": point, "ICETIME_FAULT_DELAY_MS": "150"}
         )
         assert killed.returncode == 137, f"{point}: not killed\n{killed.output}"
+        if point in (BEFORE_WRITE, BETWEEN_DELETE_AND_INSERT):  # main did not move
+            assert rows("select * from {s}.mart") == before, point
         if point == AFTER_DATA_COMMIT:
             # The killed run wrote APAC for this customer's orders; undo the move upstream.
             assert ("APAC",) in rows(

@@ -18,6 +18,9 @@ import time
 BEFORE_WRITE = "before_write"
 DURING_WRITE = "during_write"
 AFTER_DATA_COMMIT = "after_data_commit"
+# A model kept equal to its query: after the affected keys' rows were deleted on the target's
+# branch, before their new rows are inserted (changes/run.py, ChangeRun.replace_sql).
+BETWEEN_DELETE_AND_INSERT = "between_delete_and_insert"
 # After a model's build committed, before its build record is written (builds/session.py).
 BEFORE_BUILD_RECORD = "before_build_record"
 # After the janitor chose what to drop, before it drops anything (clones/operations.py).

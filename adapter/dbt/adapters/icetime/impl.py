@@ -334,6 +334,12 @@ class IcetimeAdapter(SparkAdapter):
         return self.invocation().cdf.recomputed(model, fresh)
 
     @available
+    def icetime_cdf_replace_sql(
+        self, model: dict[str, Any], columns: list[str]
+    ) -> dict[str, str] | None:
+        return self.invocation().cdf.replace_sql(model, columns)
+
+    @available
     def icetime_fault(self, point: str) -> str:
         """Fault injection for icetime's exactly-once tests (ICETIME_FAULT); a no-op otherwise."""
         faults.maybe_fail(point)

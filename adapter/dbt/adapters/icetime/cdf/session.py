@@ -188,6 +188,11 @@ class CdfSession:
         run = self.runs.run_of(model["unique_id"])
         return run.recomputed(str(fresh), self.services.fetch)
 
+    def replace_sql(self, model: Mapping[str, Any], columns: list[str]) -> dict[str, str] | None:
+        """A model kept equal to its query: the statements that replace its affected keys' rows
+        (see ChangeRun.replace_sql), or None to write them with a MERGE."""
+        return self.runs.run_of(model["unique_id"]).replace_sql(columns)
+
     def key_bounds(self, relation: Any, key: str) -> list[str] | None:
         """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None: a
         MERGE that also bounds the target's key by them lets Iceberg skip every target file

@@ -12,8 +12,6 @@ from typing import Any
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 Fetch = Callable[[str], Sequence[Sequence[Any]]]
-# Spark's integral types (typeof), whose consecutive values are runs.
-INTEGRAL_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})
 # The touched keys are listed in SQL up to this many, and runs of consecutive keys as up to this
 # many ranges; else this many ranges bound them all.
 TOUCHED_KEYS = 10_000

@@ -107,6 +107,15 @@
     {%- set recomputed = adapter.icetime_cdf_recomputed(model, changes) -%}
   {%- endif -%}
   {% do adapter.icetime_fault('during_write') %}
+  {%- set replace = none -%}
+  {%- if run['keys'] -%}
+    {%- set payload_names = columns | map(attribute='name') | map('lower') | list -%}
+    {%- set written = target_columns | selectattr('name', 'in', payload_names) | map(attribute='name') | list -%}
+    {%- set replace = adapter.icetime_cdf_replace_sql(model, written) -%}
+  {%- endif -%}
+  {%- if replace -%}
+    {%- do icetime_cdf_replace_keys(replace) -%}
+  {%- else -%}
   {%- call statement('main') -%}
     {%- if run.mode == 'merge' -%}
       {{ icetime_cdf_merge_sql(this, target_columns, changes, model_columns, columns, config.get('unique_key'), bounds) }}
@@ -116,6 +125,7 @@
       {{ icetime_cdf_recompute_sql(this, target_columns, recomputed['rows'] or payload, columns, run.views, run['keys'] or config.get('cdf_recompute_keys'), recomputed['target_bound']) }}
     {%- endif -%}
   {%- endcall -%}
+  {%- endif -%}
   {%- if run.mode == 'merge' -%}
     {% call statement('icetime_cdf_uncache') %}uncache table if exists {{ changes }}{% endcall %}
   {%- endif -%}

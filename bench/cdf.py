@@ -629,8 +629,13 @@ def save(curve: Curve, merge: bool = False) -> None:
     plot()
 
 
+JOINS = "cdf-joins.json"  # bench/cdf_joins.py: a model over two upstreams (its own format)
+STYLES = {"incremental": ("o-", "tab:blue"), "full": ("s-", "tab:orange"), "auto": ("x--", "k")}
+
+
 def plot() -> None:
-    """bench/results/cdf-crossover.png: seconds over changed share, per deployment and format."""
+    """bench/results/cdf-crossover.png: seconds over changed share, per deployment and format,
+    and, beside them, the curve of a model joining two upstreams (bench/cdf_joins.py)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -639,11 +644,17 @@ def plot() -> None:
     curves = [
         (path.stem.removeprefix("cdf-"), json.loads(path.read_text()))
         for path in sorted(RESULTS.glob("cdf-*.json"))
+        if path.name != JOINS
     ]
+    joins_path = RESULTS / JOINS
+    joins = json.loads(joins_path.read_text()) if joins_path.exists() else None
     panels = [(d, u) for d, _ in curves for u in FORMATS]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4), squeeze=False)
-    styles = {"incremental": ("o-", "tab:blue"), "full": ("s-", "tab:orange"), "auto": ("x--", "k")}
-    for ax, (deployment, upstream) in zip(axes[0], panels, strict=True):
+    count = len(panels) + (joins is not None)
+    fig, axes = plt.subplots(1, count, figsize=(4.2 * count, 4), squeeze=False)
+    if joins is not None:
+        _joins_panel(axes[0][-1], joins)
+    styles = STYLES
+    for ax, (deployment, upstream) in zip(axes[0], panels, strict=False):
         data = next(d for name, d in curves if name == deployment)
         for setting, (style, color) in styles.items():
             points = sorted(
@@ -661,6 +672,24 @@ def plot() -> None:
         ax.legend()
     fig.tight_layout()
     fig.savefig(RESULTS / "cdf-crossover.png", dpi=110)
+
+
+def _joins_panel(ax: Any, points: list[dict[str, Any]]) -> None:
+    """The orders curve of the two-way join (10 M orders joined with 1 M customers)."""
+    for setting, (style, color) in STYLES.items():
+        curve = sorted(
+            (p["share"] * 100, p["seconds"])
+            for p in points
+            if (p["scenario"], p["shape"], p["setting"]) == ("orders", "two", setting)
+        )
+        if curve:
+            ax.plot(*zip(*curve, strict=True), style, color=color, label=setting)
+    ax.set_xscale("log")
+    ax.set_xlabel("orders changed, % (log)")
+    ax.set_ylabel("model time, s")
+    ax.set_title("local, orders joined with customers")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
 
 
 def options(repeats: str) -> tuple[argparse.Namespace, list[float]]:

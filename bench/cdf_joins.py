@@ -21,7 +21,8 @@ execution times from run_results.json, with what `auto` chose.
 | orders N % | --shares: the most recent N % of orders (the crossover curve) |
 
 Usage: .venv/bin/python bench/cdf_joins.py [--orders N] [--shares 0.01,0.1,1,5,10,30]
-Writes bench/results/cdf-joins.md, bench/results/cdf-joins.json and cdf-joins-crossover.png.
+Writes bench/results/cdf-joins.md and cdf-joins.json, and redraws cdf-crossover.png: the
+one-upstream curves of bench/cdf.py, and the orders curve of this two-way join beside them.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cdf import plot as crossover_plot
 from report import RESULTS, Row, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,31 +246,6 @@ def rows_for(points: list[Point]) -> list[Row]:
     return out
 
 
-def plot(points: list[Point]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    curve = sorted({p.share for p in points if p.scenario == "orders" and p.shape == "two"})
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for setting in REFRESH:
-        ax.plot(
-            [s * 100 for s in curve],
-            [seconds(points, "orders", s, "two", setting) for s in curve],
-            marker="o",
-            label=f"cdf_refresh: {setting}",
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("orders changed, % (two-way join)")
-    ax.set_ylabel("model execution, s")
-    ax.set_title("CDF through a join: incremental, rebuild and auto")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(RESULTS / "cdf-joins-crossover.png", dpi=110)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--orders", type=int, default=10_000_000)
@@ -303,14 +280,14 @@ def main() -> None:
         change(root, args.orders, "orders", share)
         points += build(root, "orders", share, ("two",))
     (RESULTS / "cdf-joins.json").write_text(json.dumps([asdict(p) for p in points], indent=1))
-    plot(points)
+    crossover_plot()  # the one-upstream curves, and this one beside them
     write_results(
         "cdf-joins",
         "CDF through joins: incremental, rebuild and auto",
         f"{args.orders:,} orders, {args.orders // 10:,} customers, {args.orders:,} payments, "
         "merge-on-read; merge-on-read targets; each model built in a `dbt run` of its own on "
         "the project's warm server; times are dbt's per-model execution times. Total benchmark "
-        f"time {time.monotonic() - started:.0f} s. Plot: cdf-joins-crossover.png.",
+        f"time {time.monotonic() - started:.0f} s. Plot: cdf-crossover.png (last panel).",
         rows_for(points),
     )
 

@@ -183,8 +183,8 @@ class CdfSession:
 
     def recomputed(self, model: Mapping[str, Any], fresh: Any) -> dict[str, str | None]:
         """A model kept equal to its query: its affected keys' new rows, checked to be one per
-        key and cached, for the MERGE to read, and the MERGE target's bound on the affected keys
-        (see ChangeRun.recomputed)."""
+        key and cached, for the write to read, and a bound on the target's keys that every
+        affected key meets (see ChangeRun.recomputed)."""
         run = self.runs.run_of(model["unique_id"])
         return run.recomputed(str(fresh), self.services.fetch)
 

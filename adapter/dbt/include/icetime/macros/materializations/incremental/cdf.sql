@@ -103,7 +103,7 @@
   {%- set recomputed = {'rows': none, 'target_bound': none} -%}
   {%- if run['keys'] -%}
     {#- Kept equal to its query: the affected keys' new rows, one per key (checked), cached,
-        and literal bounds of the keys for the MERGE's target scan. -#}
+        and literal bounds of the keys for the scan of the target. -#}
     {%- set recomputed = adapter.icetime_cdf_recomputed(model, changes) -%}
   {%- endif -%}
   {% do adapter.icetime_fault('during_write') %}

@@ -390,7 +390,7 @@ def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment
         "{% endmacro %}"
     )
     deployment.dbt("run-operation", "ingest_batches", "--args", "{first: 10, last: 16}")
-    models = ("active_objects", "orbit_counts", "object_changes")
+    models = ("active_objects", "orbit_counts", "object_changes", "tracked_observations")
     output = deployment.dbt(
         "build",
         "--select",
@@ -399,7 +399,7 @@ def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment
         "--vars",
         "{cdf_refresh: incremental}",
     )
-    # The three models and their tests, the rebuild comparison among them, all pass.
+    # The four models and their tests, the rebuild comparison among them, all pass.
     assert "WARN=0 ERROR=0" in output and "PASS cdf_models_match_rebuild" in output, output[-3000:]
     assert "from scratch" not in output
     if deployment.name == "cluster_lakehouse":

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 
 from dbt.adapters.icetime.changes import cost
 from dbt.adapters.icetime.changes.cost import Estimate
 from dbt.adapters.icetime.changes.files import Touched
+from dbt.adapters.icetime.changes.plan import COMPACTION, ChangeRange, Commit, CommitKind
+from dbt.adapters.icetime.changes.reads import changed_bytes
+from dbt.adapters.icetime.metadata.model import Snapshot, TableMetadata
 
 MB = 1_000_000
 
@@ -95,3 +100,32 @@ def test_a_joined_model_weighs_the_upstreams_its_incremental_side_scans() -> Non
     big = Touched(40, 50 * MB)
     assert Estimate(big, full_bytes, 200, cost.AUTO).choice == cost.INCREMENTAL
     assert Estimate(big, full_bytes, 200, cost.AUTO, scan_bytes=2 * full_bytes).choice == cost.FULL
+
+
+def test_a_spread_update_is_priced_by_the_rows_it_changed_not_the_files_it_touched() -> None:
+    # 10 files of 36 MB, 1,000,000 rows; a merge-on-read update of 1,000 rows writes 1,000 new
+    # rows and 1,000 position deletes (and touches every file): about 72 KB of rows changed.
+    def snapshot(snapshot_id: int, summary: dict[str, str]) -> Snapshot:
+        return Snapshot(snapshot_id, snapshot_id - 1, snapshot_id, snapshot_id, "m", 0, summary)
+
+    base = {"total-files-size": "36000000", "total-records": "1000000"}
+    update = {"added-records": "1000", "added-position-deletes": "1000", **base}
+    compaction = {"operation": "replace", "added-records": "500000", **base}
+    metadata = TableMetadata(
+        "icetime.raw.customers", "m.json", "file:/t", 2, "u", 3, 3, 0, (),
+        (snapshot(1, base), snapshot(2, update), snapshot(3, compaction)),
+        (), MappingProxyType({}), MappingProxyType({}),
+    )  # fmt: skip
+    commits = (
+        Commit(0, 2, 1, 2, "overwrite", CommitKind.DIFF),
+        Commit(1, 3, 2, 3, "replace", COMPACTION),  # moves no row
+    )
+    change = ChangeRange("icetime.raw.customers", "u", 3, 3, 1, commits)
+    assert changed_bytes(metadata, change) == 2000 * 36
+    # A commit whose summary is gone: not known, so the touched files' bytes are kept.
+    unknown = TableMetadata(
+        "icetime.raw.customers", "m.json", "file:/t", 2, "u", 3, 3, 0, (),
+        (snapshot(1, base), Snapshot(2, 1, 2, 2, "m", 0), snapshot(3, compaction)),
+        (), MappingProxyType({}), MappingProxyType({}),
+    )  # fmt: skip
+    assert changed_bytes(unknown, change) is None

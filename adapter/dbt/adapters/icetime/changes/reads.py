@@ -18,9 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dbt.adapters.icetime.changes.files import StagedRows
-from dbt.adapters.icetime.changes.plan import COMPACTION, Commit
+from dbt.adapters.icetime.changes.plan import COMPACTION, ChangeRange, Commit
 from dbt.adapters.icetime.changes.signed import ORD, SIGN, Signed, signed_read
-from dbt.adapters.icetime.metadata.model import TOTAL_FILE_SIZE, Schema, TableMetadata
+from dbt.adapters.icetime.metadata.model import (
+    ADDED_RECORDS,
+    DELETED_RECORDS,
+    TOTAL_FILE_SIZE,
+    TOTAL_RECORDS,
+    Schema,
+    TableMetadata,
+)
 from dbt.adapters.icetime.metadata.projection import field_projection, spark_type
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -115,6 +122,39 @@ def staged_read(staged: StagedRows, out: Schema, view: str | None = None) -> Sig
         staged.deletes,
         staged.net_commits,
     )
+
+
+# A commit summary's counts of the records it changed (a count of zero is left out).
+CHANGED_RECORDS = (
+    ADDED_RECORDS,
+    DELETED_RECORDS,
+    "added-position-deletes",
+    "added-equality-deletes",
+)
+
+
+def changed_bytes(metadata: TableMetadata, change_range: ChangeRange) -> int | None:
+    """About the bytes of the rows a range's commits changed: the records they added and
+    removed (rows, position and equality deletes: each commit's summary) at the table's mean
+    bytes a record. None when a summary does not say."""
+    snapshot_id = change_range.to_snapshot
+    last = metadata.snapshot(snapshot_id) if snapshot_id is not None else None
+    if last is None:
+        return None
+    size, records = last.summary.get(TOTAL_FILE_SIZE), last.summary.get(TOTAL_RECORDS)
+    if size is None or records is None or not size.isdigit() or not records.isdigit():
+        return None
+    if int(records) == 0:
+        return None
+    changed = 0
+    for commit in change_range.commits:
+        if commit.kind == COMPACTION:
+            continue
+        snapshot = metadata.snapshot(commit.snapshot_id)
+        if snapshot is None or not snapshot.summary:
+            return None
+        changed += snapshot.count(*CHANGED_RECORDS)
+    return int(changed * int(size) / int(records))
 
 
 def table_bytes(metadata: TableMetadata, snapshot_id: int | None) -> int | None:

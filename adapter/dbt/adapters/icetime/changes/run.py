@@ -54,6 +54,7 @@ from dbt.adapters.icetime.changes.query import (
 )
 from dbt.adapters.icetime.changes.reads import (
     SnapshotReads,
+    changed_bytes,
     output_schema,
     snapshot_read,
     staged_read,
@@ -421,9 +422,7 @@ class ChangeRun:
         self.plan_s += time.perf_counter() - started
         upstream.feed = feed
         whole = upstream.snapshots
-        touched = feed.plan.touched
-        if feed.plan.whole:  # equality deletes: those commits are read whole
-            touched += Touched(0, whole.bytes(feed.plan.whole) or 0)
+        touched = _touched(upstream, feed)
         full_files: int | None
         if self.mode in PER_COMMIT:
             full_bytes = whole.bytes(change_range.commits)
@@ -478,7 +477,19 @@ class ChangeRun:
         )
         # A rebuild reads every upstream, changed or not (each changed one alone was counted).
         files = sum(_file_count(u.metadata, u.to_snapshot) or 0 for u in self.upstreams.values())
-        self.estimate = replace(self.estimate, scan_bytes=scan, full_bytes=total, full_files=files)
+        # Its incremental side handles the changed rows, not every row of the touched files: a
+        # small update spread over a merge-on-read table touches all its files (their position
+        # deletes), and its rows are few. The commits' record counts bound the touched bytes.
+        touched = Touched()
+        for u in self.upstreams.values():
+            if u.feed is None or u.change_range is None or not _changed(u):
+                continue
+            read = _touched(u, u.feed)
+            rows = changed_bytes(u.metadata, u.change_range)
+            touched += read if rows is None else Touched(read.files, min(read.bytes, rows))
+        self.estimate = replace(
+            self.estimate, touched=touched, scan_bytes=scan, full_bytes=total, full_files=files
+        )
         if self.estimate.choice == FULL:
             self._rebuild_by_choice(self.estimate)
 
@@ -656,6 +667,15 @@ class ChangeRun:
         views += self.key_views + self.staged_views + cached
         for view in views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
+
+
+def _touched(upstream: Upstream, feed: Feed) -> Touched:
+    """The files a change read of ``upstream`` reads: the touched ones, and the whole snapshots
+    of the commits with equality deletes."""
+    touched = feed.plan.touched
+    if feed.plan.whole:
+        touched += Touched(0, upstream.snapshots.bytes(feed.plan.whole) or 0)
+    return touched
 
 
 def _changed(upstream: Upstream) -> bool:

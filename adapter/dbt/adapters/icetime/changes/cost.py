@@ -26,7 +26,10 @@ upstreams, and the affected keys' new rows are the query over every upstream, fi
 not hold the keys, then every upstream), at ``SCAN_S_PER_MB``: a scan of the columns the query
 needs, with no write, so a fraction of a rebuild's megabyte (fitted on ``bench/cdf_joins.py``,
 10 million orders: the residual of each incremental run over the fixed and touched-file costs,
-0.0013-0.0024 s per MB scanned). Its full side reads every upstream, changed or not.
+0.0013-0.0024 s per MB scanned). Its full side reads every upstream, changed or not. Its
+touched bytes are at most the bytes of the rows the commits changed (their summaries' record
+counts at the table's bytes a record): a small update spread over a merge-on-read table touches
+every file, and the run handles only its rows.
 
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
 side computes the same change rows from whole snapshots read by the server (both sides of

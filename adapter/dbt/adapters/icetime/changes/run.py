@@ -46,6 +46,7 @@ from dbt.adapters.icetime.changes.plan import (
     versions_range,
 )
 from dbt.adapters.icetime.changes.query import (
+    KEYS_ALIAS,
     JoinQuery,
     Read,
     UpstreamColumns,
@@ -87,7 +88,6 @@ TARGET_ALIAS = "DBT_INTERNAL_DEST"
 # The most ranges and listed values of affected keys that bound a scan (ChangeRun._key_bound).
 BOUND_RANGES = 16
 BOUND_VALUES = 200
-KEYS_ALIAS = "icetime_affected"
 MERGE = "merge"
 APPEND_MODE = "append"
 RECOMPUTE = "recompute"

@@ -67,6 +67,36 @@ class TestDropPurgesFiles:
     def models(self) -> dict[str, str]:
         return {"doomed.sql": "{{ config(materialized='table') }} select 1 as id"}
 
+    def test_a_table_whose_files_lie_elsewhere_is_purged_file_by_file(
+        self, project: Any, icetime_home: Path, tmp_path: Path
+    ) -> None:
+        """Its data directory is shared: only the files the table reaches go with it."""
+        elsewhere = tmp_path / "shared-data"
+        elsewhere.mkdir()
+        neighbour = elsewhere / "not-the-tables.txt"
+        neighbour.write_text("kept")
+        name = f"icetime.{project.test_schema}.elsewhere"
+        project.run_sql(
+            f"create table {name} (id int) using iceberg "
+            f"tblproperties ('write.data.path'='{elsewhere.as_uri()}')"
+        )
+        project.run_sql(f"insert into {name} values (1), (2)")
+        assert any(elsewhere.rglob("*.parquet"))
+        adapter = project.adapter
+        with adapter.connection_named("drop"):
+            adapter.drop_relation(
+                adapter.Relation.create(
+                    database="icetime",
+                    schema=project.test_schema,
+                    identifier="elsewhere",
+                    type="table",
+                )
+            )
+        assert not any(elsewhere.rglob("*.parquet"))
+        assert neighbour.read_text() == "kept"
+        tables = project.run_sql(f"show tables in icetime.{project.test_schema}", fetch="all")
+        assert "elsewhere" not in {row[1] for row in tables}
+
     def test_drop_schema_removes_tables_and_their_files(
         self, project: Any, icetime_home: Path
     ) -> None:
@@ -78,7 +108,7 @@ class TestDropPurgesFiles:
             adapter.drop_schema(
                 adapter.Relation.create(database="icetime", schema=project.test_schema)
             )
-        assert not any(table_dir.rglob("*.parquet"))
+        assert not table_dir.exists()  # its metadata, and the orphans of failed writes, too
         schemas = project.run_sql("show namespaces in icetime", fetch="all")
         assert project.test_schema not in {row[0] for row in schemas}
 

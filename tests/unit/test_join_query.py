@@ -375,6 +375,13 @@ def _changed(
     return out
 
 
+def _of_keys(
+    rows: Counter[tuple[object, ...]], at: Sequence[int], keys: set[tuple[object, ...]]
+) -> Counter[tuple[object, ...]]:
+    """The rows whose key (the columns at ``at``) is one of ``keys``."""
+    return Counter({r: n for r, n in rows.items() if tuple(r[i] for i in at) in keys})
+
+
 @pytest.mark.parametrize("name", sorted(PROPERTY_QUERIES))
 def test_every_key_whose_row_changed_is_found(name: str) -> None:
     template, key = PROPERTY_QUERIES[name]
@@ -427,7 +434,62 @@ def test_every_key_whose_row_changed_is_found(name: str) -> None:
             found |= set(_run(db, sql))
         missed = differing - found
         assert not missed, (name, missed, sorted(found, key=str))
+        # The new rows of the found keys, with the reads that hold the key restricted to them,
+        # are the query's own rows of those keys.
+        db.execute(f"create table affected ({', '.join(key)})")
+        db.executemany(f"insert into affected values ({', '.join('?' * len(key))})", found)
+        restricted = query.restricted_sql("affected")
+        if query.key_sources:
+            assert restricted is not None
+            names_new = {u.table: f"new_{u.table}" for u in UPSTREAMS}
+            got = Counter(db.execute(_render_sqlite(restricted, names_new)).fetchall())
+            assert _of_keys(got, at, found) == _of_keys(after, at, found), name
+        else:
+            assert restricted is None
         if differing and len(found) < len(everything):
             small_changes_found_fewer += 1
     # The rendering is not "every key": small changes usually find a part of them.
     assert small_changes_found_fewer > 10, small_changes_found_fewer
+
+
+def test_the_new_rows_read_only_the_affected_rows_of_the_reads_that_hold_the_key() -> None:
+    query = shape(
+        f"select o.order_id, c.region, p.paid from {ORD} o "
+        f"join {CUS} c on o.customer_id = c.customer_id "
+        f"left join icetime.raw.payments p on p.order_id = o.order_id;"
+    )
+    restricted = query.restricted_sql("`keys`")
+    assert restricted == (
+        "select o.order_id, c.region, p.paid from (select * from icetime.raw.orders VERSION AS "
+        "OF 7 as icetime_keyed where exists (select 1 from `keys` as icetime_affected where "
+        "icetime_keyed.`order_id` <=> icetime_affected.`order_id`)) o "
+        f"join {CUS} c on o.customer_id = c.customer_id "
+        "left join (select * from icetime.raw.payments as icetime_keyed where exists (select 1 "
+        "from `keys` as icetime_affected where icetime_keyed.`order_id` <=> "
+        "icetime_affected.`order_id`)) p on p.order_id = o.order_id"
+    )
+
+
+def test_a_read_restricted_keeps_its_name_and_the_rest_of_the_text() -> None:
+    # No alias: the restricted read is named as the table, so `orders.amount` still resolves.
+    query = shape("select orders.order_id, orders.amount /* as written */ from icetime.raw.orders")
+    assert query.restricted_sql("k") == (
+        "select orders.order_id, orders.amount /* as written */ from (select * from "
+        "icetime.raw.orders as icetime_keyed where exists (select 1 from k as icetime_affected "
+        "where icetime_keyed.`order_id` <=> icetime_affected.`order_id`)) as `orders`"
+    )
+    # A with query read twice, holding the key in one place only: not restricted.
+    twice = shape(
+        "with o as (select * from icetime.raw.orders) select a.order_id, b.amount from o a "
+        "left join o b on b.order_id = a.order_id + 1"
+    )
+    assert twice.key_sources == {0: ("order_id",)}
+    assert twice.restricted_sql("k") is None
+    # No read holds the key (it is computed): nothing to restrict.
+    computed = shape(
+        f"select o.order_id + 1 as next_id, c.region from {ORD} o join {CUS} c "
+        "on o.customer_id = c.customer_id",
+        ("next_id",),
+    )
+    assert computed.key_sources == {}
+    assert computed.restricted_sql("k") is None

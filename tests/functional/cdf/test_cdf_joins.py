@@ -4,6 +4,8 @@ from the changes of every upstream (``changes/query.py``, docs/flow/cdf-joins.md
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,7 +73,7 @@ class JoinBase(PackageProject):
             assert_equal_sets(project, f"select * from {{s}}.{name}", rebuild_sql(name))
         return {r.node.name: r.adapter_response for r in results}
 
-    def test_changes_of_either_upstream_reach_the_join(self, project: Any) -> None:
+    def test_changes_of_either_upstream_reach_the_join(self, project: Any, logs_dir: str) -> None:
         install_package(project)
         sql(project, "drop table if exists {s}.orders")
         sql(project, "drop table if exists {s}.customers")
@@ -98,6 +100,10 @@ class JoinBase(PackageProject):
         assert rows(project, "select distinct region from {s}.enriched where order_id % 5 = 0") == [
             ("APAC",)
         ]
+        # The new rows read only the affected orders: their read is restricted to the keys.
+        log = (Path(logs_dir) / "dbt.log").read_text()
+        restricted = r"exists\s*\(\s*select 1 from `icetime_cdf__model_test_enriched__affected`"
+        assert re.search(restricted, log, re.IGNORECASE), "the orders read was not restricted"
 
         # Orders change, a customer appears (her orders join now) and one goes.
         sql(project, "insert into {s}.customers values (4, 'EU')")

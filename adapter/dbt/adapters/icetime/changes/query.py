@@ -31,7 +31,9 @@ Everything else is refused when the model compiles, with the construct named: ``
 anti joins, subqueries inside expressions (``in (select ...)``, ``exists``, scalars), an
 aggregation or window below the top, a recursive ``with``, and a table that is not one of the
 model's Iceberg upstreams. The rows written are always the model's own query at the new
-snapshots (its compiled SQL, not this rendering), filtered to the affected keys.
+snapshots (its compiled SQL, not this rendering), filtered to the affected keys; in its text,
+only the table references that hold the key are replaced by their reads restricted to those
+keys (``JoinQuery.restricted_sql``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from dbt.adapters.icetime.sql import quote_identifier
 DIALECT = "spark"
 Refuse = Callable[[str], errors.ConfigurationError]
 KEYS_ALIAS = "icetime_affected"
+KEYED_ALIAS = "icetime_keyed"
 
 # Functions whose value is not a function of the row: a recomputed key would not get the value
 # the rebuild gets. By Spark's names (sqlglot parses some to classes, the rest as anonymous).
@@ -136,8 +139,10 @@ class JoinQuery:
         tree: exp.Query,
         occurrences: tuple[Occurrence, ...],
         key_columns: tuple[str, ...],
+        text: str = "",
     ) -> None:
         self._tree = tree
+        self._text = text  # the query as written, which ``tree``'s positions refer to
         self.occurrences = occurrences
         self.key_columns = key_columns
         tables = upstream_tables(tree)
@@ -185,6 +190,54 @@ class JoinQuery:
         keys = ", ".join(quote_identifier(k) for k in self.key_columns)
         body = tree.sql(dialect=DIALECT)
         return f"select distinct {keys} from (\n{body}\n) as {KEYS_ALIAS}"
+
+    def restricted_sql(self, affected: str) -> str | None:
+        """The model's compiled query (its own text) with each read that holds the key
+        (``key_sources``) restricted to the rows whose key is in ``affected`` (a relation of
+        the affected keys): the new rows of those keys, without joining every other row first
+        (Spark does not push a semi-join with the keys through the query's joins). None when
+        no read can be restricted.
+
+        Exact for the rows of the affected keys, which is all that is kept of it: a row with
+        an affected key has, in its lineage, a row of each such read carrying that key (or
+        none, for the right side of a left join, whose rows of that key are all kept). Only
+        the table references are replaced, each by a filtered read of itself under the same
+        alias; every other character of the query is the model's. A reference inside a
+        ``with`` query read in several places is restricted only when every place holds the
+        key in the same columns."""
+        by_place: dict[int, set[tuple[str, ...] | None]] = {}
+        for table, occurrence in zip(upstream_tables(self._tree), self.occurrences, strict=True):
+            place = table.this.meta.get("start")
+            if place is not None:
+                by_place.setdefault(place, set()).add(self.key_sources.get(occurrence.index))
+        raw = sqlglot.parse_one(self._text, read=DIALECT)
+        if any(column.args.get("db") for column in raw.find_all(exp.Column)):
+            return None  # a column named db.table.column would not find a restricted read
+        splices: list[tuple[int, int, str]] = []
+        for table in upstream_tables(raw):
+            sources = by_place.get(table.this.meta.get("start", -1), {None})
+            source = next(iter(sources))
+            span = _table_span(self._text, table)
+            if len(sources) != 1 or source is None or span is None:
+                continue
+            start, end = span
+            match = " and ".join(
+                f"{KEYED_ALIAS}.{quote_identifier(column)} <=> {KEYS_ALIAS}.{quote_identifier(key)}"
+                for column, key in zip(source, self.key_columns, strict=True)
+            )
+            read = (
+                f"(select * from {self._text[start:end]} as {KEYED_ALIAS} where exists "
+                f"(select 1 from {affected} as {KEYS_ALIAS} where {match}))"
+            )
+            if table.args.get("alias") is None:
+                read += f" as {quote_identifier(table.name)}"
+            splices.append((start, end, read))
+        if not splices:
+            return None
+        text = self._text
+        for start, end, read in sorted(splices, reverse=True):  # the later ones first
+            text = text[:start] + read + text[end:]
+        return text.rstrip().rstrip(";")
 
 
 def analyze(
@@ -245,7 +298,7 @@ def analyze(
     occurrences = tuple(
         Occurrence(i, known[_table_key(t)]) for i, t in enumerate(upstream_tables(qualified))
     )
-    return JoinQuery(qualified, occurrences, keys)
+    return JoinQuery(qualified, occurrences, keys, sql)
 
 
 def key_source(
@@ -600,6 +653,26 @@ def _null_extended(select: exp.Select, expression: exp.Expr) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _table_span(text: str, table: exp.Table) -> tuple[int, int] | None:
+    """Where ``table``'s name (and its ``version as of`` clause) is written in ``text``, which
+    it was parsed from: from its first name part to the end of its last, or, with a version
+    clause, to its alias (None when it has none: the clause's end is not known)."""
+    parts = [p.meta for p in table.parts]
+    if not parts or any("start" not in p or "end" not in p for p in parts):
+        return None
+    start, end = parts[0]["start"], parts[-1]["end"] + 1
+    if table.args.get("version") is None:
+        return start, end
+    alias = table.args.get("alias")
+    place = alias.this.meta.get("start") if alias is not None else None
+    if place is None:
+        return None
+    before = text[:place].rstrip()
+    if before[-2:].lower() == "as" and before[-3:-2].isspace():
+        before = before[:-2].rstrip()
+    return start, len(before)
 
 
 def _relation(sql: str, alias: str) -> exp.Subquery:

@@ -265,9 +265,20 @@ class ChangeRun:
         """Cache the rows of ``fresh`` (the model's query) whose key is affected, after checking
         the query gives one row per key value. Returns the cached view's name (``rows``) and a
         condition on the MERGE target's first key that holds for every affected key
-        (``target_bound``, or None)."""
+        (``target_bound``, or None).
+
+        When the query has reads that hold the key, the rows come from its text with those
+        reads restricted to the affected keys (JoinQuery.restricted_sql): no other row of
+        them is joined."""
         assert self.query is not None
         keys = self.query.key_columns
+        restricted = (
+            self.query.restricted_sql(quote_identifier(self.affected_view))
+            if self.affected_view is not None
+            else None
+        )
+        if restricted is not None:
+            fresh = f"(\n{restricted}\n)"
         bound = self._key_bound(fetch, keys[0])
         first = quote_identifier(keys[0])
         view = view_name(self.node_id, "recomputed")

@@ -35,13 +35,16 @@ from dbt.adapters.icetime.metadata import (
     TableMetadata,
     TableName,
 )
-from dbt.adapters.icetime.metadata.files import filesystem_for, reached_outside
+from dbt.adapters.icetime.metadata.files import filesystem_for, reachable_files
 from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.metadata.points import Point, format_ms
 from dbt.adapters.icetime.metadata.resolve import resolve
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
+
+# A dropped table with more files than this is purged by Spark's job, in parallel.
+PURGE_FILES_HERE = 500
 
 # The protective tag a clone puts on its source: icetime_clone:<clone schema>.<clone table>.
 TAG_PREFIX = "icetime_clone:"
@@ -318,22 +321,27 @@ class Cloner:
         """Drop a table that is not a clone, and every file it reaches, as ``PURGE`` does.
 
         ``PURGE`` runs a Spark job that lists and deletes the reachable files (~0.5 s for the
-        smallest table). When every file the table reaches lies under its location (Iceberg's
-        default layout), dropping the catalog entry and deleting that directory does the same
-        (and takes the orphans of failed writes too) without the job. Anything else, metadata
-        that cannot be read here, or ``gc.enabled=false`` (which ``PURGE`` refuses) goes
-        through ``PURGE``."""
+        smallest table). Here they are listed from the table's metadata before the drop and
+        deleted one by one after it: those files only, never its directory, which may hold
+        another table's files (a renamed table keeps its location, and a new table of the old
+        name gets the same one). ``gc.enabled=false`` (which ``PURGE`` refuses), more files
+        than ``PURGE_FILES_HERE``, or files that cannot be listed here go through ``PURGE``."""
         try:
             io = self.files.file_io()
-            reason = _why_purge(metadata, *self.reader.document(name), io)
+            files = _files_to_delete(metadata, *self.reader.document(name), io)
         except Exception as exc:  # PURGE lists the files itself
-            io, reason = None, f"its files could not be listed here: {exc}"
-        if reason is not None:
-            logger.debug(f"dropping {name} with PURGE: {reason}")
+            logger.debug(f"dropping {name} with PURGE: its files could not be listed: {exc}")
+            files = None
+        if files is None:
             self.execute(f"drop table if exists {name.sql()} purge")
             return
         self.execute(f"drop table if exists {name.sql()}")
-        _delete_tree(metadata.location, io)
+        for path in files:
+            _delete_file(path, io)
+            if path.startswith("file:") or path.startswith("/"):
+                # Hadoop's local file system writes a checksum beside each file: .<name>.crc
+                folder, _, file = path.rpartition("/")
+                _delete_file(f"{folder}/.{file}.crc", io)
 
     def refuse_if_cloned(self, name: TableName, force: bool) -> None:
         if force:
@@ -373,15 +381,16 @@ class Cloner:
         )
 
 
-def _why_purge(metadata: TableMetadata, metadata_file: str, document: bytes, io: Any) -> str | None:
-    """Why a table's files cannot go with its directory (None: they can)."""
+def _files_to_delete(
+    metadata: TableMetadata, metadata_file: str, document: bytes, io: Any
+) -> list[str] | None:
+    """The files a drop deletes itself, or None when ``PURGE`` should."""
     from pyiceberg.table.metadata import TableMetadataUtil
 
     if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
-        return "gc.enabled is false"
-    parsed = TableMetadataUtil.parse_raw(document)
-    away = reached_outside(metadata.location, metadata_file, parsed, io)
-    return None if away is None else f"it reaches {away}, outside {metadata.location}"
+        return None
+    files = reachable_files(metadata_file, TableMetadataUtil.parse_raw(document), io)
+    return files if len(files) <= PURGE_FILES_HERE else None
 
 
 def _delete_file(path: str, io: Any) -> None:
@@ -390,7 +399,7 @@ def _delete_file(path: str, io: Any) -> None:
 
 
 def _delete_tree(location: str, io: Any) -> None:
-    """Delete a table's own directory (a missing one is fine: the drop is idempotent), through
+    """Delete a clone's own directory (a missing one is fine: the drop is idempotent), through
     the catalog's FileIO (``io``), so object storage is reached with the catalog's settings."""
     filesystem, path = filesystem_for(io, location)
     with contextlib.suppress(FileNotFoundError):

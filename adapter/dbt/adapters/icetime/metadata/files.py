@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,59 +37,26 @@ class SnapshotFiles:
         return files
 
 
-# Table properties that put a table's files somewhere other than under its location.
-_FILE_PLACES = (
-    "write.data.path",
-    "write.metadata.path",
-    "write.object-storage.path",
-    "write.folder-storage.path",
-)
-
-
-def reached_outside(location: str, metadata_file: str, document: Any, io: Any) -> str | None:
-    """The first file ``document`` (pyiceberg's table metadata, read from ``metadata_file``)
-    reaches that does not lie under ``location``; None when all do. Reached is what Iceberg's
-    purge deletes: the metadata file and those of its log, statistics files, every snapshot's
-    manifest list, manifests and their data and delete files (deleted entries too: older
-    snapshots still read them)."""
+def reachable_files(metadata_file: str, document: Any, io: Any) -> list[str]:
+    """Every file ``document`` (pyiceberg's table metadata, read from ``metadata_file``)
+    reaches, as Iceberg's purge deletes them: the metadata file and those of its log,
+    statistics files, every snapshot's manifest list, its manifests and their data and delete
+    files (deleted entries too: older snapshots still read them)."""
     from pyiceberg.manifest import read_manifest_list
 
-    root = _tree_key(location).rstrip("/") + "/"
-
-    def outside(path: str) -> bool:
-        return not _tree_key(path).startswith(root)
-
-    for key in _FILE_PLACES:
-        if document.properties.get(key):
-            return f"{key}={document.properties[key]}"
-    paths = [metadata_file] + [entry.metadata_file for entry in document.metadata_log]
-    paths += [s.statistics_path for s in document.statistics]
-    paths += [s.statistics_path for s in document.partition_statistics]
-    for path in paths:
-        if outside(path):
-            return str(path)
+    paths = {metadata_file, *(entry.metadata_file for entry in document.metadata_log)}
+    paths.update(s.statistics_path for s in document.statistics)
+    paths.update(s.statistics_path for s in document.partition_statistics)
     manifests: set[str] = set()
     for snapshot in document.snapshots:
-        if outside(snapshot.manifest_list):
-            return str(snapshot.manifest_list)
+        paths.add(snapshot.manifest_list)
         for manifest in read_manifest_list(io.new_input(snapshot.manifest_list)):
             if manifest.manifest_path in manifests:
                 continue
             manifests.add(manifest.manifest_path)
-            if outside(manifest.manifest_path):
-                return str(manifest.manifest_path)
             for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
-                if outside(entry.data_file.file_path):
-                    return str(entry.data_file.file_path)
-    return None
-
-
-def _tree_key(path: str) -> str:
-    """``path`` in one spelling per place: ``file:/a``, ``file:///a`` and ``/a`` are ``/a``;
-    ``s3a://`` and ``s3n://`` are ``s3://``."""
-    if path.startswith("file:") or path.startswith("/"):
-        return "/" + path.removeprefix("file:").lstrip("/")
-    return re.sub(r"^s3[an]://", "s3://", path)
+                paths.add(entry.data_file.file_path)
+    return sorted(paths | manifests)
 
 
 def filesystem_for(io: Any, location: str) -> tuple[Any, str]:

@@ -82,16 +82,7 @@ class TestDropPurgesFiles:
         )
         project.run_sql(f"insert into {name} values (1), (2)")
         assert any(elsewhere.rglob("*.parquet"))
-        adapter = project.adapter
-        with adapter.connection_named("drop"):
-            adapter.drop_relation(
-                adapter.Relation.create(
-                    database="icetime",
-                    schema=project.test_schema,
-                    identifier="elsewhere",
-                    type="table",
-                )
-            )
+        drop_table(project, "elsewhere")
         assert not any(elsewhere.rglob("*.parquet"))
         assert neighbour.read_text() == "kept"
         tables = project.run_sql(f"show tables in icetime.{project.test_schema}", fetch="all")
@@ -107,16 +98,7 @@ class TestDropPurgesFiles:
         project.run_sql(f"alter table {schema}.shared rename to {project.test_schema}.renamed")
         project.run_sql(f"create table {schema}.shared (id int) using iceberg")
         project.run_sql(f"insert into {schema}.shared values (3)")
-        adapter = project.adapter
-        with adapter.connection_named("drop"):
-            adapter.drop_relation(
-                adapter.Relation.create(
-                    database="icetime",
-                    schema=project.test_schema,
-                    identifier="shared",
-                    type="table",
-                )
-            )
+        drop_table(project, "shared")
         kept = project.run_sql(f"select id from {schema}.renamed order by id", fetch="all")
         assert [tuple(row) for row in kept] == [(1,), (2,)]
         project.run_sql(f"drop table {schema}.renamed purge")
@@ -173,6 +155,16 @@ class TestListingFailsClosed:
         ):
             adapter.list_relations_without_caching(schema)
         assert "Refusing to continue" in str(raised.value)
+
+
+def drop_table(project: Any, table: str) -> None:
+    """Drop ``table`` of the test schema as dbt does (the adapter's drop_relation)."""
+    adapter = project.adapter
+    relation = adapter.Relation.create(
+        database="icetime", schema=project.test_schema, identifier=table, type="table"
+    )
+    with adapter.connection_named("drop"):
+        adapter.drop_relation(relation)
 
 
 @contextmanager

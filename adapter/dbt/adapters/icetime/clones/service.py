@@ -336,12 +336,19 @@ class Cloner:
             self.execute(f"drop table if exists {name.sql()} purge")
             return
         self.execute(f"drop table if exists {name.sql()}")
-        for path in files:
-            _delete_file(path, io)
-            if path.startswith("file:") or path.startswith("/"):
-                # Hadoop's local file system writes a checksum beside each file: .<name>.crc
-                folder, _, file = path.rpartition("/")
-                _delete_file(f"{folder}/.{file}.crc", io)
+        for done, path in enumerate(files):
+            try:
+                _delete_file(path, io)
+                if path.startswith("file:") or path.startswith("/"):
+                    # Hadoop's local file system writes a checksum beside each file: .<name>.crc
+                    folder, _, file = path.rpartition("/")
+                    _delete_file(f"{folder}/.{file}.crc", io)
+            except OSError as exc:  # the table is gone; say which files it left behind
+                logger.warning(
+                    f"Dropped {name}, but could not delete its files: {len(files) - done} of "
+                    f"{len(files)} are left, from {path} ({exc})."
+                )
+                return
 
     def refuse_if_cloned(self, name: TableName, force: bool) -> None:
         if force:

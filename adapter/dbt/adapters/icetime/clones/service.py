@@ -306,18 +306,20 @@ class Cloner:
         Returns "absent", "dropped clone" or "dropped".
         """
         try:
-            metadata = self.reader.table(name)
+            # The document once: its parse says what the table is, and it lists the files.
+            location, document = self.reader.document(name)
         except errors.TableNotFoundError:
             return "absent"
+        metadata = parse_metadata(str(name), location, document)
         clone = Clone.of(name, metadata)
         self.refuse_if_cloned(name, force)
         if clone is not None:
             self._drop_clone(clone, metadata)
             return "dropped clone"
-        self._drop_with_files(name, metadata)
+        self._drop_with_files(name, metadata, document)
         return "dropped"
 
-    def _drop_with_files(self, name: TableName, metadata: TableMetadata) -> None:
+    def _drop_with_files(self, name: TableName, metadata: TableMetadata, document: bytes) -> None:
         """Drop a table that is not a clone, and every file it reaches, as ``PURGE`` does.
 
         ``PURGE`` runs a Spark job that lists and deletes the reachable files (~0.5 s for the
@@ -328,7 +330,7 @@ class Cloner:
         than ``PURGE_FILES_HERE``, or files that cannot be listed here go through ``PURGE``."""
         try:
             io = self.files.file_io()
-            files = _files_to_delete(metadata, *self.reader.document(name), io)
+            files = _files_to_delete(metadata, document, io)
         except Exception as exc:  # PURGE lists the files itself
             logger.debug(f"dropping {name} with PURGE: its files could not be listed: {exc}")
             files = None
@@ -388,15 +390,14 @@ class Cloner:
         )
 
 
-def _files_to_delete(
-    metadata: TableMetadata, metadata_file: str, document: bytes, io: Any
-) -> list[str] | None:
+def _files_to_delete(metadata: TableMetadata, document: bytes, io: Any) -> list[str] | None:
     """The files a drop deletes itself, or None when ``PURGE`` should."""
     from pyiceberg.table.metadata import TableMetadataUtil
 
     if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
         return None
-    files = reachable_files(metadata_file, TableMetadataUtil.parse_raw(document), io)
+    parsed = TableMetadataUtil.parse_raw(document)
+    files = reachable_files(metadata.metadata_location, parsed, io)
     return files if len(files) <= PURGE_FILES_HERE else None
 
 

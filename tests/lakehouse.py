@@ -198,7 +198,17 @@ def write_profiles(
     return path
 
 
-def _wait(url: str, what: str, log: Path, timeout: float = 60) -> None:
+class ServerExited(RuntimeError):
+    """A server process ended before it answered."""
+
+
+def _wait(
+    url: str,
+    what: str,
+    log: Path,
+    process: subprocess.Popen[bytes] | None = None,
+    timeout: float = 60,
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -207,6 +217,11 @@ def _wait(url: str, what: str, log: Path, timeout: float = 60) -> None:
         except urllib.error.HTTPError:
             return  # it answered
         except OSError:
+            if process is not None and process.poll() is not None:
+                raise ServerExited(
+                    f"{what} exited ({process.returncode}) before it answered:\n"
+                    f"{log.read_text()[-3000:]}"
+                ) from None
             time.sleep(0.2)
     raise RuntimeError(f"{what} did not start within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
@@ -242,10 +257,29 @@ def start_weed(
     base: Path, access_key: str, secret_key: str, ports: dict[str, int] | None = None
 ) -> tuple[int, dict[str, int]]:
     """``weed mini`` on free loopback ports (or ``ports``, to start it again on its data);
-    returns its pid and ports."""
+    returns its pid and ports.
+
+    On ports of its own drawing, a start that exits (a port taken by another process between
+    the draw and the bind) is tried again on new ports, up to three times.
+    """
+    if ports is not None:
+        return _start_weed(base, access_key, secret_key, ports)
+    for attempt in range(3):
+        try:
+            return _start_weed(
+                base, access_key, secret_key, {name: free_port() for name in WEED_PORTS}
+            )
+        except ServerExited:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_weed(
+    base: Path, access_key: str, secret_key: str, ports: dict[str, int]
+) -> tuple[int, dict[str, int]]:
     data = base / "weed"
     data.mkdir(parents=True, exist_ok=True)
-    ports = ports or {name: free_port() for name in WEED_PORTS}
     log = base / "weed.log"
     log.unlink(missing_ok=True)
     env = {**os.environ, "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
@@ -269,8 +303,12 @@ def start_weed(
         )
     s3 = f"http://127.0.0.1:{ports['s3.port']}"
     rest = f"http://127.0.0.1:{ports['s3.port.iceberg']}"
-    _wait(s3, "SeaweedFS's S3 server", log)
-    _wait(f"{rest}/v1/config", "SeaweedFS's REST catalog", log)
+    try:
+        _wait(s3, "SeaweedFS's S3 server", log, process)
+        _wait(f"{rest}/v1/config", "SeaweedFS's REST catalog", log, process)
+    except ServerExited:
+        stop_pid(process.pid)  # its process group: nothing of it stays on the ports
+        raise
     _wait_for_bucket(s3, access_key, secret_key, log)
     return process.pid, ports
 
@@ -384,7 +422,7 @@ def start_rest(
             start_new_session=True,
         )
     uri = f"http://127.0.0.1:{port}"
-    _wait(f"{uri}/v1/config", "the REST catalog server", log)
+    _wait(f"{uri}/v1/config", "the REST catalog server", log, process)
     return process.pid, uri
 
 

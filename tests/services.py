@@ -6,6 +6,7 @@ import contextlib
 import glob
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -39,10 +40,40 @@ class PostgresServer:
         }
 
 
+# The tests' servers listen on ports drawn below the kernel's ephemeral range: a client socket
+# (every JDBC, S3, Thrift or py4j connection takes an ephemeral port) can then never take a
+# server's port between the draw and the server's bind, which is what failed CI once
+# ("bind: address already in use" from SeaweedFS, which listens on 16 ports).
+LOWEST_PORT = 10000
+_drawn: set[int] = set()
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, below the ephemeral range, never drawn before by
+    this process (workers draw at random from ~20,000 ports)."""
+    floor = _ephemeral_floor()
+    if floor - LOWEST_PORT < 1000:  # no room below the ephemeral range: the kernel's pick
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+    while True:
+        port = random.randrange(LOWEST_PORT, floor)
+        if port in _drawn:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _drawn.add(port)
+        return port
 
 
 def _postgres_bin() -> Path:

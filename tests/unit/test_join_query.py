@@ -18,13 +18,8 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.changes.query import (
-    JoinQuery,
-    Read,
-    UpstreamColumns,
-    analyze,
-    upstream_tables,
-)
+from dbt.adapters.icetime.changes.keyed import Read, UpstreamColumns
+from dbt.adapters.icetime.changes.query import JoinQuery, analyze, upstream_tables
 
 ORDERS = UpstreamColumns(
     "icetime", "raw", "orders", ("order_id", "customer_id", "amount"), ("long", "long", "long")

@@ -1,5 +1,6 @@
 """What loading the adapter costs: PySpark, pyiceberg and their kin are imported only when a
-Spark session or pyiceberg's catalog is opened."""
+Spark session or pyiceberg's catalog is opened, sqlglot only when a model over several
+upstreams is planned."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from tests.support import HEAVY_MODULES, python
 
 
 def test_loading_the_adapter_imports_no_heavy_module() -> None:
-    heavy = (*HEAVY_MODULES, "numpy")
+    heavy = (*HEAVY_MODULES, "numpy", "sqlglot")
     code = (
         "import sys, dbt.adapters.icetime.impl, dbt.adapters.icetime.connections\n"
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"

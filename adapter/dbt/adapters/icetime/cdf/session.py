@@ -15,8 +15,8 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
+from dbt.adapters.icetime.changes.keyed import UpstreamColumns
 from dbt.adapters.icetime.changes.keys import key_bounds
-from dbt.adapters.icetime.changes.query import UpstreamColumns, analyze
 from dbt.adapters.icetime.changes.reads import output_schema
 from dbt.adapters.icetime.changes.run import MERGE, RECOMPUTE, ChangeRun, Upstream, view_name
 from dbt.adapters.icetime.changes.runs import ChangeRuns
@@ -168,6 +168,8 @@ class CdfSession:
                 create_view=False,  # prepare creates them, once every upstream has chosen
             )
         if by_query:
+            from dbt.adapters.icetime.changes.query import analyze  # sqlglot: only here
+
             run.query = analyze(
                 model["compiled_code"],
                 [

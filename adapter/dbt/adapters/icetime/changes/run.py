@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -33,6 +33,13 @@ from dbt.adapters.icetime.changes.cost import (
 )
 from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feed, Feeds
 from dbt.adapters.icetime.changes.files import Touched
+from dbt.adapters.icetime.changes.keyed import (
+    KEYS_ALIAS,
+    Read,
+    UpstreamColumns,
+    duplicate_key_sql,
+    recomputed_sql,
+)
 from dbt.adapters.icetime.changes.keys import Fetch, KeyBound, key_bounds, touched_keys
 from dbt.adapters.icetime.changes.plan import (
     COMPACTION,
@@ -44,14 +51,6 @@ from dbt.adapters.icetime.changes.plan import (
     plan_range,
     versions_base,
     versions_range,
-)
-from dbt.adapters.icetime.changes.query import (
-    KEYS_ALIAS,
-    JoinQuery,
-    Read,
-    UpstreamColumns,
-    duplicate_key_sql,
-    recomputed_sql,
 )
 from dbt.adapters.icetime.changes.reads import (
     SnapshotReads,
@@ -78,6 +77,9 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
 )
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+if TYPE_CHECKING:
+    from dbt.adapters.icetime.changes.query import JoinQuery
 
 logger = AdapterLogger("icetime")
 

@@ -31,6 +31,7 @@ from dbt.adapters.icetime.metadata.model import (
     SnapshotLogEntry,
     TableMetadata,
 )
+from tests import dbt_fork
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,17 +100,16 @@ def run_dbt_process(
     env: dict[str, str] | None = None,
     profiles_dir: Path | None = None,
 ) -> DbtResult:
-    """dbt in a process of its own (a JVM of its own), as a scheduler runs it."""
+    """dbt in a process of its own (its own Spark: a JVM, or the project's warm server), as a
+    scheduler runs it; forked from a process that imported dbt once (``tests/dbt_fork.py``)."""
     profiles = profiles_dir or project
-    proc = subprocess.run(
-        [DBT, *args, "--project-dir", str(project), "--profiles-dir", str(profiles)],
+    code, output = dbt_fork.run(
+        [*args, "--project-dir", str(project), "--profiles-dir", str(profiles)],
         cwd=project,
         env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
         timeout=600,
     )
-    return DbtResult(proc.returncode, proc.stdout + proc.stderr)
+    return DbtResult(code, output)
 
 
 def python(code: str, *args: str) -> str:

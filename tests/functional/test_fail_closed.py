@@ -37,6 +37,7 @@ from tests.support import (
     run_dbt_process,
     run_failing,
     sql,
+    stop_servers_under,
     write_project,
 )
 
@@ -134,11 +135,15 @@ RUN_SQL = """
 
 
 @pytest.mark.postgres
-def test_an_unreachable_postgres_catalog_stops_runs_and_operations() -> None:
+@pytest.mark.parametrize("warm_server", [False, True], ids=["in_process", "warm_server"])
+def test_an_unreachable_postgres_catalog_stops_runs_and_operations(warm_server: bool) -> None:
+    """Each `dbt` process on Spark of its own, then on the project's warm server, whose pooled
+    catalog connections the database's stop ends: either way the run stops naming the cause,
+    and once the database is back the next run (on the same server) resumes incrementally."""
     base = Path(tempfile.mkdtemp(prefix="icetime-pg-"))
     try:
         server = start_postgres(base)
-        project = _postgres_project(base / "project", server)
+        project = _postgres_project(base / "project", server, warm_server)
 
         def dbt(*args: str, ok: bool = True) -> str:
             result = run_dbt_process(project, *args)
@@ -157,31 +162,37 @@ def test_an_unreachable_postgres_catalog_stops_runs_and_operations() -> None:
         dbt("run")
         statements("insert into icetime.fc.events values (3, 'c')")
 
+        state = project / ".icetime" / "server" / "state.json"
+        server_pid = json.loads(state.read_text())["pid"] if warm_server else None
         with postgres_offline(base):
             output = dbt("run", ok=False)
-            assert "Connection refused" in output or "connection refused" in output, output[-3000:]
+            # A fresh connection is refused; the server's pooled ones were ended by the stop
+            # (its pool, failing to reconnect, reports that), and icetime says so.
+            at = f"The database of the Iceberg catalog at {server.jdbc_uri} ended the catalog's"
+            ended = at if warm_server else None
+            assert "onnection refused" in output or (ended and ended in output), output[-3000:]
             assert "from scratch" not in output
             output = dbt(
                 "run-operation", "icetime.history", "--args", "{relation: fc.events}", ok=False
             )
-            assert "onnection refused" in output, output[-3000:]
+            assert "onnection refused" in output or (ended and ended in output), output[-3000:]
 
         output = dbt("run")
         assert "from scratch" not in output and "changes of icetime.fc.events" in output
+        if warm_server:  # the same server, its catalog connections opened again
+            assert json.loads(state.read_text())["pid"] == server_pid
     finally:
+        stop_servers_under(base)
         stop_postgres(base)
 
 
-def _postgres_project(root: Path, server: PostgresServer) -> Path:
+def _postgres_project(root: Path, server: PostgresServer, warm_server: bool = False) -> Path:
     sources = (
         "version: 2\nsources:\n  - name: raw\n    schema: fc\n    tables:\n      - name: events\n"
     )
     return write_project(
         root,
-        # Spark in each dbt process, as before the warm server: the test proves a run meets
-        # "connection refused" from a catalog database that is down. A warm server's pooled
-        # connections report the database's restart (SQLState 57P01) instead: open work.
-        {"schema": "fc", "server": False, **server.catalog(root / ".icetime")},
+        {"schema": "fc", "server": warm_server, **server.catalog(root / ".icetime")},
         {"sources.yml": sources, "events_cdf.sql": MODEL},
         name="fail_closed",
         macros={"run_statements.sql": RUN_SQL},

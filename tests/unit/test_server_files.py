@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.icetime.connections import spark_message
+from dbt.adapters.icetime.connections import ENDED, spark_message
 from dbt.adapters.icetime.server import control
 from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
 
@@ -109,6 +109,23 @@ def test_a_thrift_error_reads_as_in_process() -> None:
         "java.lang.RuntimeException: x"
     )
     assert spark_message("[X] plain") == "[X] plain"
+
+
+def test_a_catalog_connection_the_database_ended_is_told_from_other_errors() -> None:
+    """PostgreSQL's JDBC messages for a pooled connection the database ended (the warm server's
+    pool after a stop or restart); a refused new connection and other errors are not one."""
+    ended = {
+        "FATAL: terminating connection due to administrator command",
+        "This connection has been closed.",
+        "An I/O error occurred while sending to the backend.",
+    }
+    for text in ended:
+        message = f"Caused by: org.postgresql.util.PSQLException: {text}\n\tat org.x.Y(Y.java:1)"
+        found = ENDED.search(message)
+        assert found is not None and found.group(1) == text
+    refused = "PSQLException: Connection to 127.0.0.1:5432 refused. Check that the hostname"
+    assert ENDED.search(refused) is None
+    assert ENDED.search("terminating connection due to administrator command") is None
 
 
 def test_one_server_at_a_time_records_the_class_archive(

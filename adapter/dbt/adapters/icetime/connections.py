@@ -29,6 +29,12 @@ logger = AdapterLogger("icetime")
 
 # Substrings of JDBC/SQLite errors that mean "another process holds the catalog database".
 LOCKED_MARKERS = ("SQLITE_BUSY", "database is locked", "database table is locked")
+# PostgreSQL's JDBC errors on a catalog connection the database ended: a long-lived session (the
+# warm server) holds pooled connections, which report the stop instead of a refused connection.
+ENDED = re.compile(
+    r"PSQLException: ((?:FATAL: )?terminating connection due to administrator command|"
+    r"This connection has been closed\.|An I/O error occurred while sending to the backend\.)"
+)
 
 
 # How Spark's Thrift service wraps an error: a prefix, and the error class's name between the
@@ -142,8 +148,15 @@ class IcetimeConnectionManager(SparkConnectionManager):
     def _translate(self, message: str) -> DbtRuntimeError:
         """A failed statement as dbt's database error (dbt-spark raises its runtime error)."""
         message = spark_message(message)
+        creds = cast(IcetimeCredentials, self.profile.credentials)
         if any(marker in message for marker in LOCKED_MARKERS):
-            creds = cast(IcetimeCredentials, self.profile.credentials)
             where = CatalogSettings.from_credentials(creds).sqlite_path or creds.catalog_uri
             return errors.CatalogError(errors.CATALOG_LOCKED.format(where=where))
+        ended = ENDED.search(message)
+        if ended:
+            return errors.CatalogError(
+                errors.CATALOG_CONNECTION_ENDED.format(
+                    where=creds.catalog_uri, reason=ended.group(1).rstrip(".")
+                )
+            )
         return DbtDatabaseError(message)

@@ -115,6 +115,11 @@ DIR_NOT_WRITABLE = (
     "Make it writable, or point 'icetime_dir' (or 'warehouse' and 'catalog_uri') "
     "in the profile somewhere writable."
 )
+CATALOG_CONNECTION_ENDED = (
+    "The database of the Iceberg catalog at {where} ended the catalog's connection (it was "
+    "stopped or restarted): {reason}. Nothing was written. Once the database answers, the next "
+    "command connects again."
+)
 CATALOG_LOCKED = (
     "The Iceberg catalog database {where} is locked by another process (SQLite allows one "
     "writer at a time). Wait for the other dbt run or SQLite client to finish and retry, "

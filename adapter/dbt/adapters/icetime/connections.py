@@ -156,7 +156,9 @@ class IcetimeConnectionManager(SparkConnectionManager):
         if ended:
             return errors.CatalogError(
                 errors.CATALOG_CONNECTION_ENDED.format(
-                    where=creds.catalog_uri, reason=ended.group(1).rstrip(".")
+                    # (a remote Spark server's own catalog is not in the profile)
+                    where=creds.catalog_uri or f"{creds.host}:{creds.port} (the Spark server's)",
+                    reason=ended.group(1).rstrip("."),
                 )
             )
         return DbtDatabaseError(message)

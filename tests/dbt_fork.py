@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -43,10 +44,6 @@ def _forkserver() -> ForkServerContext:
     return _context
 
 
-class DbtTimeout(RuntimeError):
-    pass
-
-
 def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
     """``dbt argv`` in a forked process: its exit code and its output (stdout and stderr)."""
     with tempfile.NamedTemporaryFile(prefix="dbt-output-", suffix=".log") as output:
@@ -58,10 +55,8 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tupl
         if process.exitcode is None:
             process.kill()
             process.join()
-            raise DbtTimeout(
-                f"dbt {' '.join(argv)} did not end within {timeout:.0f} s:\n"
-                + Path(output.name).read_text(errors="replace")[-4000:]
-            )
+            partial = Path(output.name).read_text(errors="replace")
+            raise subprocess.TimeoutExpired(["dbt", *argv], timeout, output=partial)
         return process.exitcode, Path(output.name).read_text(errors="replace")
 
 

@@ -264,15 +264,14 @@ def start_weed(
     """
     if ports is not None:
         return _start_weed(base, access_key, secret_key, ports)
-    for attempt in range(3):
-        try:
-            return _start_weed(
-                base, access_key, secret_key, {name: free_port() for name in WEED_PORTS}
-            )
-        except ServerExited:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    for _ in range(2):
+        with contextlib.suppress(ServerExited):
+            return _start_weed(base, access_key, secret_key, _weed_ports())
+    return _start_weed(base, access_key, secret_key, _weed_ports())
+
+
+def _weed_ports() -> dict[str, int]:
+    return {name: free_port() for name in WEED_PORTS}
 
 
 def _start_weed(

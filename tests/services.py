@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import pwd
@@ -46,8 +47,10 @@ class PostgresServer:
 # ("bind: address already in use" from SeaweedFS, which listens on 16 ports).
 LOWEST_PORT = 10000
 _drawn: set[int] = set()
+_draws = random.SystemRandom()  # not the global generator, which a test may seed
 
 
+@functools.cache
 def _ephemeral_floor() -> int:
     try:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
@@ -64,7 +67,7 @@ def free_port() -> int:
             sock.bind(("127.0.0.1", 0))
             return int(sock.getsockname()[1])
     while True:
-        port = random.randrange(LOWEST_PORT, floor)
+        port = _draws.randrange(LOWEST_PORT, floor)
         if port in _drawn:
             continue
         with socket.socket() as sock:

@@ -117,6 +117,7 @@ class Cluster:
         directory: Path,
         workers: int = 2,
         java_options: str = "",
+        spark_conf: dict[str, str] | None = None,
         lake: Lakehouse | None = None,
         owns_lake: bool = False,
     ) -> None:
@@ -127,6 +128,8 @@ class Cluster:
         self.worker_count = workers
         # Extra options for every JVM of the cluster (the tests' compiler settings, say).
         self.java_options = java_options
+        # Extra settings of the Thrift Server's Spark (the tests' small-data settings, say).
+        self.spark_conf = dict(spark_conf or {})
         self.state = ClusterState(directory=str(self.directory), lake_owned=owns_lake)
         if lake is not None:
             self.state.lake = asdict(lake)
@@ -291,6 +294,7 @@ class Cluster:
                 "spark.hadoop.javax.jdo.option.ConnectionURL": (
                     f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
                 ),
+                **self.spark_conf,
             }
         )
         command = [

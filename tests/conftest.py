@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import Cluster
-from tests.jvm import FAST_START, driver_options, ensure_archive
+from tests.jvm import FAST_START, SMALL_DATA_CONF, driver_options, ensure_archive
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.support import profile_target
 
@@ -200,7 +200,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     Started on first use and stopped (by pid) at the end of the session, even after failures.
     """
     directory = tmp_path_factory.mktemp("cluster")
-    started = Cluster(directory, workers=2, java_options=FAST_START).start()
+    started = Cluster(
+        directory, workers=2, java_options=FAST_START, spark_conf=SMALL_DATA_CONF
+    ).start()
     try:
         yield started
     finally:

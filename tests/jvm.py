@@ -28,6 +28,20 @@ from pathlib import Path
 
 FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
 
+# Spark settings for the tests' tables, which hold a few rows: one partition, no adaptive
+# re-planning, and expressions interpreted rather than compiled to Java and run through Janino.
+# The answers are the same (Spark's own tests run both ways); the CPU is not: a CDF test
+# module took 134 CPU-s with these and 185 without (docs/testing.md). Test profiles and the
+# test clusters use them; the demo project's own profile (the integration module's embedded
+# deployment) and the benchmarks run Spark as a user's project does.
+SMALL_DATA_CONF = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
 # Under the virtual environment, which the bootstrap makes: never in the source tree.
 ARCHIVE_DIR = Path(sys.prefix) / "icetime-test-jvm"
 

@@ -32,6 +32,7 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
 )
 from tests import dbt_fork
+from tests.jvm import SMALL_DATA_CONF
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -217,7 +218,7 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
         # dbt's docs-generate suite reads the profile user; the session method ignores it.
         "user": "icetime",
         "threads": 1,
-        "spark_conf": {"spark.driver.extraJavaOptions": java_options},
+        "spark_conf": {"spark.driver.extraJavaOptions": java_options, **SMALL_DATA_CONF},
         "server": os.environ.get(SERVER_ENV) == "1",
         **catalog,
         **overrides,

@@ -35,7 +35,7 @@ import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
-from tests.jvm import FAST_START
+from tests.jvm import FAST_START, SMALL_DATA_CONF
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.lakehouse import write_profiles as write_lake_profiles
 from tests.support import pyiceberg_catalog, run_dbt_process, stop_servers_under
@@ -121,7 +121,13 @@ def deployment(
         base = tmp_path_factory.mktemp("cluster_lakehouse")
         lake = start_lakehouse(base / "servers")
         request.addfinalizer(lambda: stop_lakehouse(lake))
-        lake_cluster = Cluster(base / "cluster", workers=2, java_options=FAST_START, lake=lake)
+        lake_cluster = Cluster(
+            base / "cluster",
+            workers=2,
+            java_options=FAST_START,
+            spark_conf=SMALL_DATA_CONF,
+            lake=lake,
+        )
         request.addfinalizer(lake_cluster.stop)
         lake_cluster.start()
         write_profiles(lake_cluster, project, DEMO_PROFILES)

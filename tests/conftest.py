@@ -186,7 +186,7 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lakehouse]:
     Started on first use with fresh data folders, stopped by process id at the end of the
     session; tests on it use namespaces of their own.
     """
-    lake = start_lakehouse(tmp_path_factory.mktemp("lakehouse"))
+    lake = start_lakehouse(tmp_path_factory.mktemp("lakehouse"), rest_java_options=FAST_START)
     try:
         yield lake
     finally:

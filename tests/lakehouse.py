@@ -56,6 +56,8 @@ class Lakehouse:
     rest_pid: int
     # SeaweedFS's ports by flag, to start it again where it was (the fault tests).
     weed_ports: dict[str, int] = field(default_factory=dict)
+    # The REST server's JVM options, to start it again as it was.
+    rest_java_options: str = ""
 
     @property
     def credential(self) -> str:
@@ -373,9 +375,10 @@ def start_rest(
     secret_key: str,
     credential: str,
     port: int | None = None,
+    java_options: str = "",
 ) -> tuple[int, str]:
-    """The REST catalog server on a free port (or ``port``, to start it again on its data);
-    returns (pid, URI)."""
+    """The REST catalog server on a free port (or ``port``, to start it again on its data),
+    its JVM started with ``java_options`` too; returns (pid, URI)."""
     classes = compiled_server(
         Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "icetime-tests")
     )
@@ -406,6 +409,7 @@ def start_rest(
         process = subprocess.Popen(
             [
                 "java",
+                *java_options.split(),
                 "-Xmx512m",
                 # Without it every response waits ~40 ms on TCP's delayed ACK (Nagle).
                 "-Dsun.net.httpserver.nodelay=true",
@@ -425,7 +429,11 @@ def start_rest(
     return process.pid, uri
 
 
-def start_lakehouse(base: Path) -> Lakehouse:
+def start_lakehouse(base: Path, rest_java_options: str = "") -> Lakehouse:
+    """SeaweedFS and the REST catalog server with fresh data under ``base``;
+    ``rest_java_options``: extra options for the REST server's JVM (the tests' quick-start
+    ones: its own workload is a few small requests, and the optimizing compiler took about
+    half of its CPU)."""
     base.mkdir(parents=True, exist_ok=True)
     access_key = "icetime" + secrets.token_hex(4)
     secret_key = "s3-" + secrets.token_hex(16)
@@ -434,7 +442,12 @@ def start_lakehouse(base: Path) -> Lakehouse:
     s3 = f"http://127.0.0.1:{ports['s3.port']}"
     try:
         rest_pid, rest = start_rest(
-            base, s3, access_key, secret_key, f"{client_id}:{client_secret}"
+            base,
+            s3,
+            access_key,
+            secret_key,
+            f"{client_id}:{client_secret}",
+            java_options=rest_java_options,
         )
     except BaseException:
         stop_pid(weed_pid)
@@ -452,6 +465,7 @@ def start_lakehouse(base: Path) -> Lakehouse:
         weed_pid=weed_pid,
         rest_pid=rest_pid,
         weed_ports=ports,
+        rest_java_options=rest_java_options,
     )
     (base / "lakehouse.json").write_text(json.dumps(asdict(lake)))
     return lake
@@ -493,7 +507,13 @@ def restart_rest(lake: Lakehouse) -> Lakehouse:
     port = int(lake.rest_uri.rsplit(":", 1)[1])
     base = Path(lake.base)
     pid, _ = start_rest(
-        base, lake.s3_endpoint, lake.access_key, lake.secret_key, lake.credential, port
+        base,
+        lake.s3_endpoint,
+        lake.access_key,
+        lake.secret_key,
+        lake.credential,
+        port,
+        java_options=lake.rest_java_options,
     )
     return replace(lake, rest_pid=pid)
 

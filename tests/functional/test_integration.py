@@ -119,7 +119,7 @@ def deployment(
         # A cluster of its own whose catalog is REST and whose workers share the tables'
         # files through S3, on servers of its own (started and stopped here).
         base = tmp_path_factory.mktemp("cluster_lakehouse")
-        lake = start_lakehouse(base / "servers")
+        lake = start_lakehouse(base / "servers", rest_java_options=FAST_START)
         request.addfinalizer(lambda: stop_lakehouse(lake))
         lake_cluster = Cluster(
             base / "cluster",

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.jvm import FAST_START
 from tests.lakehouse import (
     Lakehouse,
     profile_keys,
@@ -51,7 +52,8 @@ class Servers:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    held = Servers(start_lakehouse(tmp_path_factory.mktemp("lake-faults")))
+    base = tmp_path_factory.mktemp("lake-faults")
+    held = Servers(start_lakehouse(base, rest_java_options=FAST_START))
     try:
         yield held
     finally:

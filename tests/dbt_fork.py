@@ -27,9 +27,10 @@ from multiprocessing.context import ForkServerContext
 from pathlib import Path
 
 # What the server imports once: dbt's command line, dbt-spark, PySpark, and the libraries the
-# adapter imports when it reads metadata or plans a join (pyiceberg and pyarrow: 1.2 CPU-s),
-# and dbt's parse caches filled with the packages' macros (``tests/dbt_parse_cache.py``). None
-# starts a thread, so forking after them is safe. Not the adapter: it installs its changes to
+# adapter imports when it reads metadata or plans a join (pyiceberg, with the pyarrow it reads
+# files with: 1.2 CPU-s; sqlglot), and dbt's parse caches filled with the packages' macros
+# (``tests/dbt_parse_cache.py``). None starts a thread, so forking after them is safe
+# (``tests/unit/test_dbt_fork.py``). Not the adapter: it installs its changes to
 # dbt when it is imported, some only in the `dbt` command (``dbt_patches``), which a child is
 # once its ``sys.argv`` is set; so each child imports it.
 PRELOAD = (
@@ -40,8 +41,6 @@ PRELOAD = (
     "pyiceberg.catalog.sql",
     "pyiceberg.catalog.rest",
     "pyiceberg.io.pyarrow",
-    "pyarrow.parquet",
-    "pyarrow.compute",
     "sqlglot.optimizer.qualify",
     "tests.dbt_fork",
     "tests.dbt_parse_cache",

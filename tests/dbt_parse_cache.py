@@ -13,7 +13,7 @@ before.
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 # The macro packages every icetime project loads (not the adapter's Python package: see
@@ -24,29 +24,28 @@ PACKAGES = ("global_project", "spark", "icetime")
 MACRO_BLOCKS = {"macro", "materialization", "test", "data_test"}
 
 
-def warm() -> int:
-    """Parse the packages' macros into dbt's caches; the number of macros parsed."""
+def _macro_files() -> Iterator[Path]:
     import dbt.include
+
+    for include in dbt.include.__path__:
+        for package in PACKAGES:
+            yield from sorted(Path(include, package).glob("**/*.sql"))
+
+
+def warm() -> None:
+    """Parse the packages' macros into dbt's caches: each macro's Jinja as dbt's macro parser
+    parses it, then as its dependency scan does (cached before the scan resolves any call)."""
     from dbt.clients.jinja_static import statically_extract_macro_calls
     from dbt_common.clients import jinja
 
-    parsed = 0
-    for include in dbt.include.__path__:
-        for package in PACKAGES:
-            for path in sorted(Path(include, package).glob("**/*.sql")):
-                blocks = jinja.extract_toplevel_blocks(
-                    path.read_text(), allowed_blocks=MACRO_BLOCKS, collect_raw_data=False
-                )
-                for block in blocks:
-                    if not isinstance(block, jinja.BlockTag):
-                        continue
-                    jinja.parse(block.full_block)  # the macro parser's parse
-                    # The dependency scan's parse, cached before the calls are resolved: with
-                    # no context a dispatch call cannot be, which is no matter here.
-                    with contextlib.suppress(Exception):
-                        statically_extract_macro_calls(block.full_block, {}, None)
-                    parsed += 1
-    return parsed
+    for path in _macro_files():
+        blocks = jinja.extract_toplevel_blocks(
+            path.read_text(), allowed_blocks=MACRO_BLOCKS, collect_raw_data=False
+        )
+        for block in blocks:
+            if isinstance(block, jinja.BlockTag):
+                jinja.parse(block.full_block)
+                statically_extract_macro_calls(block.full_block, {}, None)
 
 
 def _install() -> None:

@@ -13,6 +13,8 @@ import os
 import random
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -22,6 +24,7 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt_and_capture
 from dbt_common.exceptions import DbtRuntimeError
+from pyspark.sql import SparkSession
 
 from dbt.adapters.icetime.changes import values
 from dbt.adapters.icetime.metadata.model import (
@@ -292,6 +295,43 @@ def per_layout(base: type) -> tuple[type, type, type]:
         )
     ]
     return made[0], made[1], made[2]
+
+
+class Writer:
+    """Commits one row to ``table`` every ``interval`` seconds, from a thread of this process.
+
+    It shares dbt's Spark session: on the embedded SQLite catalog one process is one writer (a
+    second catalog instance's commits fail with SQLITE_BUSY_SNAPSHOT: docs/iceberg-behaviour.md,
+    "Concurrency and the SQLite catalog"). The source tables it writes have no write-audit-publish
+    setting, so its commits go to main even while a branch run has set spark.wap.branch.
+    """
+
+    def __init__(self, table: str, first_id: int, interval: float = 0.2) -> None:
+        self.table, self.next_id, self.interval = table, first_id, interval
+        self.session = SparkSession.builder.getOrCreate()
+        self.committed: list[int] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.error: BaseException | None = None
+
+    def _loop(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.session.sql(f"insert into {self.table} values ({self.next_id}, 'late')")
+                self.committed.append(self.next_id)
+                self.next_id += 1
+                time.sleep(self.interval)
+        except BaseException as exc:  # reported by the test, not swallowed
+            self.error = exc
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=120)
+        assert self.error is None, f"the concurrent writer failed: {self.error}"
 
 
 def sql(project: Any, statement: str, fetch: str | None = None) -> Any:

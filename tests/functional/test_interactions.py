@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +17,12 @@ from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
-from pyspark.sql import SparkSession
 
 from tests.support import (
     MOR,
     EnvironmentProject,
     PackageProject,
+    Writer,
     assert_equal_sets,
     data_files,
     env_for,
@@ -48,43 +47,6 @@ def live_snapshots(project: Any, table: str) -> set[int]:
     return {
         int(r[0]) for r in sql(project, f"select snapshot_id from {{s}}.{table}.snapshots", "all")
     }
-
-
-class Writer:
-    """Commits one row to ``table`` every ``interval`` seconds, from a thread of this process.
-
-    It shares dbt's Spark session: on the embedded SQLite catalog one process is one writer (a
-    second catalog instance's commits fail with SQLITE_BUSY_SNAPSHOT: docs/iceberg-behaviour.md,
-    "Concurrency and the SQLite catalog"). The source tables it writes have no write-audit-publish
-    setting, so its commits go to main even while a branch run has set spark.wap.branch.
-    """
-
-    def __init__(self, table: str, first_id: int, interval: float = 0.2) -> None:
-        self.table, self.next_id, self.interval = table, first_id, interval
-        self.session = SparkSession.builder.getOrCreate()
-        self.committed: list[int] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.error: BaseException | None = None
-
-    def _loop(self) -> None:
-        try:
-            while not self.stop.is_set():
-                self.session.sql(f"insert into {self.table} values ({self.next_id}, 'late')")
-                self.committed.append(self.next_id)
-                self.next_id += 1
-                time.sleep(self.interval)
-        except BaseException as exc:  # reported by the test, not swallowed
-            self.error = exc
-
-    def __enter__(self) -> Writer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=120)
-        assert self.error is None, f"the concurrent writer failed: {self.error}"
 
 
 # --------------------------------------------------------------------------- pins vs expiry

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from dbt.adapters.icetime.metadata.points import format_ms
 from tests.support import (
     ROOT,
+    Writer,
     current_metadata_file,
     profile_target,
     raw_sources,
@@ -213,25 +213,10 @@ class TestRunConsistency(PinProject):
     def test_every_model_reads_the_snapshot_current_at_run_start(
         self, project: Any, commits: list[tuple[int, int]]
     ) -> None:
-        stop = threading.Event()
-        written = []
-
-        def writer() -> None:
-            next_id = 100
-            while not stop.is_set():
-                sql(project, f"insert into {{s}}.events values ({next_id}, 'late')")
-                written.append(next_id)
-                next_id += 1
-                time.sleep(0.2)
-
-        thread = threading.Thread(target=writer)
-        thread.start()
-        try:
-            time.sleep(0.5)
+        with Writer(f"icetime.{project.test_schema}.events", first_id=100) as writer:
+            while not writer.committed:
+                time.sleep(0.05)
             run_dbt(["run"])
-        finally:
-            stop.set()
-            thread.join()
         counts = {sql(project, f"select n from {{s}}.reader_{i}", "one")[0] for i in range(4)}
         assert len(counts) == 1, f"models read different snapshots: {counts}"
         pins = read_pins(project)

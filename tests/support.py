@@ -328,6 +328,15 @@ class Writer:
         self.thread.start()
         return self
 
+    def first_commit(self, timeout: float = 120) -> None:
+        """Wait for the writer's first commit; a writer that failed or stopped fails the test
+        with its error instead of leaving it waiting."""
+        deadline = time.monotonic() + timeout
+        while not self.committed:
+            assert self.thread.is_alive(), f"the concurrent writer failed: {self.error}"
+            assert time.monotonic() < deadline, f"the writer made no commit in {timeout} s"
+            time.sleep(0.05)
+
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(timeout=120)

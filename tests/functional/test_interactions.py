@@ -309,8 +309,7 @@ class TestWapAgainstConcurrentCommits(PackageProject):
     def test_source_commits_during_the_branch_build(self, project: Any, built: None) -> None:
         events = f"icetime.{project.test_schema}.events"
         with Writer(events, first_id=1000) as writer:
-            while not writer.committed:
-                time.sleep(0.05)
+            writer.first_commit()
             run_dbt(["build", *WAP])
         assert writer.committed, "no commit landed during the build"
         pins = json.loads(Path(project.project_root, "target", "icetime_pins.json").read_text())

@@ -214,8 +214,7 @@ class TestRunConsistency(PinProject):
         self, project: Any, commits: list[tuple[int, int]]
     ) -> None:
         with Writer(f"icetime.{project.test_schema}.events", first_id=100) as writer:
-            while not writer.committed:
-                time.sleep(0.05)
+            writer.first_commit()
             run_dbt(["run"])
         counts = {sql(project, f"select n from {{s}}.reader_{i}", "one")[0] for i in range(4)}
         assert len(counts) == 1, f"models read different snapshots: {counts}"

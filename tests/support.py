@@ -341,6 +341,7 @@ class Writer:
         self.stop.set()
         self.thread.join(timeout=120)
         assert self.error is None, f"the concurrent writer failed: {self.error}"
+        assert not self.thread.is_alive(), "the concurrent writer did not stop in 120 s"
 
 
 def sql(project: Any, statement: str, fetch: str | None = None) -> Any:

@@ -73,8 +73,12 @@ def archive_path() -> Path:
     """The archive for this PySpark and this Java (a new one of either gets a new file)."""
     import pyspark
 
+    from dbt.adapters.icetime.server.java import source_digest
+
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True)
-    key = hashlib.sha256(f"{pyspark.__version__}\n{java.stderr}".encode()).hexdigest()[:16]
+    # (icetime's own classes are on the sessions' class path too: server/java.py)
+    described = f"{pyspark.__version__}\n{java.stderr}\n{source_digest()}"
+    key = hashlib.sha256(described.encode()).hexdigest()[:16]
     return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dbt.adapters.icetime.server import client, control
+from dbt.adapters.icetime.server import client, control, java
 from dbt.adapters.icetime.server.files import ServerFiles, alive
 from tests.support import DBT, ROOT, run_dbt_process, write_project
 
@@ -363,6 +363,21 @@ class TestWarmServer:
         model = set(sql(project, "select id, batch from warm.latest"))
         rebuild = set(sql(project, "select id, batch from raw.events"))
         assert model == rebuild, (sorted(model - rebuild), sorted(rebuild - model), rerun)
+
+    def test_the_server_writes_local_files_as_hadoop_does(self, project: Path) -> None:
+        """Through icetime's local file system (no `chmod` process per file): the same files,
+        permissions and checksum files as Hadoop's own."""
+        started(project)
+        setting = sql(project, f"set {java.FILE_SYSTEM_KEY}")
+        assert setting == [(java.FILE_SYSTEM_KEY, java.LOCAL_FILE_SYSTEM)], setting
+        sql(project, "create table if not exists warm.written (id bigint) using iceberg")
+        sql(project, "insert into warm.written values (1), (2)")
+        files = sql(project, "select file_path from warm.written.files")
+        assert files
+        for (location,) in files:
+            data = Path(location.removeprefix("file:"))
+            assert stat.S_IMODE(data.stat().st_mode) == 0o644, data
+            assert data.with_name(f".{data.name}.crc").is_file(), data
 
     def test_stop_server(self, project: Path) -> None:
         running = started(project)

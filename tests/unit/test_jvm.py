@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pyspark
 
+from dbt.adapters.icetime.embedded import iceberg_runtime_jar
+from dbt.adapters.icetime.server.java import server_jar
 from tests.jvm import driver_options, ensure_archive
 
 
@@ -25,8 +27,10 @@ def test_spark_drivers_map_the_class_archive() -> None:
     options = driver_options(archive).split()
     assert f"-XX:SharedArchiveFile={archive}" in options
     home = Path(pyspark.__file__).parent
-    # PySpark starts its driver on this class path (spark-class: conf, then every jar).
-    spark = java_version(options, f"{home / 'conf'}:{home / 'jars'}/*")
+    # PySpark starts its driver on this class path (spark-class: the driver's extra class path,
+    # which holds icetime's own classes, then conf, then every jar).
+    icetime_classes = server_jar(iceberg_runtime_jar(None))
+    spark = java_version(options, f"{icetime_classes}:{home / 'conf'}:{home / 'jars'}/*")
     assert spark.returncode == 0, spark.stderr
     # On another class path the same options cannot map it: the check above can fail.
     other = java_version(options, str(home / "conf"))

@@ -135,7 +135,7 @@ SERVER_NOT_RUNNING = (
     "Spark starts it: run `dbt debug` there first."
 )
 SERVER_NEEDS_JAVAC = (
-    "icetime's local Spark server compiles two small classes once per machine with 'javac', "
+    "icetime's local Spark server compiles a few small classes once per machine with 'javac', "
     "and none was found (JAVA_HOME={java_home!r}, PATH searched). Install a JDK with "
     "'apt-get install openjdk-17-jdk-headless' (scripts/bootstrap.sh does), or set "
     "'server: false' in the profile to run Spark inside each command."

@@ -204,12 +204,15 @@ def _start(
 ) -> Endpoint:
     started = time.monotonic()
     server.make_directory()
-    conf = dict(settings.conf)
     # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
     # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
-    class_path = [str(java.server_jar(settings.jars[0])), *settings.jars]
-    extra = conf.get("spark.driver.extraClassPath")
-    conf["spark.driver.extraClassPath"] = ":".join([*class_path, *([extra] if extra else [])])
+    extra = settings.conf.get("spark.driver.extraClassPath")
+    conf = {
+        **settings.conf,
+        "spark.driver.extraClassPath": ":".join([*settings.jars, *([extra] if extra else [])]),
+    }
+    conf = java.with_local_file_system(conf, java.server_jar(settings.jars[0]))
+    class_path = conf["spark.driver.extraClassPath"].split(":")
     conf.update(THRIFT_CONF)
     conf.update(shared_catalog_conf(settings))
     conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))

@@ -6,6 +6,8 @@ module and kept, as one jar, in the user's cache directory:
   ships compares a password with a secret.
 - ``SharedSparkCatalog``: Iceberg's Spark catalog with one Iceberg catalog for every session of
   the server (one connection pool), so that concurrent writers queue instead of failing.
+- ``LocalFileSystem``: Hadoop's local file system, setting a new file's permissions in the JVM
+  instead of starting a ``chmod`` process for each file written.
 
 They are compiled with the JDK's ``javac``, which the bootstrap installs.
 """
@@ -24,10 +26,12 @@ from dbt.adapters.icetime import errors
 
 SOURCES = tuple(
     Path(__file__).with_name(name)
-    for name in ("SecretAuthenticator.java", "SharedSparkCatalog.java")
+    for name in ("SecretAuthenticator.java", "SharedSparkCatalog.java", "LocalFileSystem.java")
 )
 AUTHENTICATOR = "icetime.server.SecretAuthenticator"
 SHARED_CATALOG = "icetime.server.SharedSparkCatalog"
+LOCAL_FILE_SYSTEM = "icetime.server.LocalFileSystem"
+FILE_SYSTEM_KEY = "spark.hadoop.fs.file.impl"
 
 
 def source_digest() -> str:
@@ -76,6 +80,17 @@ def server_jar(iceberg_jar: str) -> Path:
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return target
+
+
+def with_local_file_system(conf: dict[str, str], jar: Path) -> dict[str, str]:
+    """``conf`` with icetime's ``LocalFileSystem`` for ``file:`` paths, its jar first on the
+    driver's class path (a driver setting: it takes effect for a JVM about to start). A file
+    system the profile's ``spark_conf`` names is kept."""
+    conf = dict(conf)
+    conf.setdefault(FILE_SYSTEM_KEY, LOCAL_FILE_SYSTEM)
+    extra = conf.get("spark.driver.extraClassPath")
+    conf["spark.driver.extraClassPath"] = ":".join([str(jar), *([extra] if extra else [])])
+    return conf
 
 
 def _javac() -> str:

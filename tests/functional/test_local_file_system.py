@@ -1,0 +1,74 @@
+"""icetime's local file system (``server/LocalFileSystem.java``): Hadoop's, with each new file's
+permissions set by the JVM instead of a ``chmod`` process. What lands on disk is what Hadoop's
+own writes: the same files, the same permissions, a checksum file beside each."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.server.java import LOCAL_FILE_SYSTEM
+
+NAMESPACE = "local_file_system"
+
+
+@pytest.fixture(scope="module")
+def spark(icetime_home: Path) -> Iterator[Any]:
+    creds = IcetimeCredentials.from_dict(
+        {"method": "session", "schema": NAMESPACE, "icetime_dir": str(icetime_home)}
+    )
+    session = spark_session(creds)
+    session.sql(f"create namespace if not exists {NAMESPACE}")
+    yield session
+    session.sql(f"drop table if exists {NAMESPACE}.written purge")
+    session.sql(f"drop namespace if exists {NAMESPACE}")
+
+
+def hadoop_file_system(spark: Any) -> Any:
+    jvm = spark._jvm
+    uri = jvm.java.net.URI("file:///")
+    return jvm.org.apache.hadoop.fs.FileSystem.get(uri, spark._jsc.hadoopConfiguration())
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_session_writes_local_files_through_icetimes_file_system(spark: Any) -> None:
+    assert hadoop_file_system(spark).getClass().getName() == LOCAL_FILE_SYSTEM
+    spark.sql(f"create table {NAMESPACE}.written (id bigint) using iceberg")
+    spark.sql(f"insert into {NAMESPACE}.written values (1), (2)")
+    files = spark.sql(f"select file_path from {NAMESPACE}.written.files").collect()
+    assert files
+    for (location,) in files:
+        data = Path(location.removeprefix("file:"))
+        # Hadoop's default umask (022) on its default file permission (666), and the
+        # checksum file Hadoop's local file system keeps beside each file.
+        assert mode(data) == 0o644, (data, oct(mode(data)))
+        checksum = data.with_name(f".{data.name}.crc")
+        assert checksum.is_file(), checksum
+    assert spark.sql(f"select count(*) from {NAMESPACE}.written").first()[0] == 2
+
+
+def test_set_permission_sets_what_it_is_asked(spark: Any, tmp_path: Path) -> None:
+    jvm = spark._jvm
+    fs = hadoop_file_system(spark)
+    file = tmp_path / "file"
+    file.write_text("x")
+    fs.setPermission(jvm.org.apache.hadoop.fs.Path(str(file)), jvm_permission(jvm, "640"))
+    assert mode(file) == 0o640
+    # A sticky bit, which Java cannot set, is left to Hadoop's own way.
+    directory = tmp_path / "shared"
+    directory.mkdir()
+    fs.setPermission(jvm.org.apache.hadoop.fs.Path(str(directory)), jvm_permission(jvm, "1777"))
+    assert mode(directory) == 0o1777
+
+
+def jvm_permission(jvm: Any, octal: str) -> Any:
+    return jvm.org.apache.hadoop.fs.permission.FsPermission(octal)

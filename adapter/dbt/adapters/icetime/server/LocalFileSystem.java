@@ -33,7 +33,12 @@ public final class LocalFileSystem extends org.apache.hadoop.fs.LocalFileSystem 
           permission.getUserAction().SYMBOL
               + permission.getGroupAction().SYMBOL
               + permission.getOtherAction().SYMBOL;
-      Files.setPosixFilePermissions(pathToFile(path).toPath(), PosixFilePermissions.fromString(rwx));
+      try {
+        Files.setPosixFilePermissions(
+            pathToFile(path).toPath(), PosixFilePermissions.fromString(rwx));
+      } catch (UnsupportedOperationException notPosix) {
+        super.setPermission(path, permission);
+      }
     }
   }
 }

@@ -1,5 +1,6 @@
-"""The warm server's own Java classes, compiled once per machine from the sources beside this
-module and kept, as one jar, in the user's cache directory:
+"""icetime's own Java classes, compiled once per machine from the sources beside this module and
+kept, as one jar, in the user's cache directory. The warm server uses all of them; an
+in-process session uses the file system:
 
 - ``SecretAuthenticator``: Spark's Thrift service checks a login with a class of Hive's
   ``PasswdAuthenticationProvider`` interface, named by a setting and loaded by name; none that
@@ -7,7 +8,7 @@ module and kept, as one jar, in the user's cache directory:
 - ``SharedSparkCatalog``: Iceberg's Spark catalog with one Iceberg catalog for every session of
   the server (one connection pool), so that concurrent writers queue instead of failing.
 - ``LocalFileSystem``: Hadoop's local file system, setting a new file's permissions in the JVM
-  instead of starting a ``chmod`` process for each file written.
+  instead of starting a ``chmod`` process for each file written (``with_local_file_system``).
 
 They are compiled with the JDK's ``javac``, which the bootstrap installs.
 """

@@ -70,23 +70,29 @@ gateway.proc.wait(timeout=120)
 
 
 def archive_path() -> Path:
-    """The archive for this PySpark and this Java (a new one of either gets a new file)."""
+    """The archive for this PySpark, this Java and icetime's classes (a new one of any gets a
+    new file)."""
     import pyspark
 
-    from dbt.adapters.icetime.server.java import source_digest
+    from dbt.adapters.icetime.embedded import iceberg_runtime_jar
+    from dbt.adapters.icetime.server.java import server_jar
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True)
-    # (icetime's own classes are on the sessions' class path too: server/java.py)
-    described = f"{pyspark.__version__}\n{java.stderr}\n{source_digest()}"
+    # icetime's own classes are first on the sessions' class path (server/java.py), and a JVM
+    # maps an archive only with the very jar it was made with: its name and time are in the key.
+    classes = server_jar(iceberg_runtime_jar(None))
+    described = f"{pyspark.__version__}\n{java.stderr}\n{classes}\n{int(classes.stat().st_mtime)}"
     key = hashlib.sha256(described.encode()).hexdigest()[:16]
     return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
 def ensure_archive() -> Path | None:
     """The archive, made now if it is missing; None (and a start as before) if it cannot be."""
+    from dbt.adapters.icetime.errors import EnvironmentSetupError
+
     try:
         path = archive_path()
-    except (OSError, subprocess.CalledProcessError):
+    except (OSError, subprocess.CalledProcessError, EnvironmentSetupError):
         return None
     if path.is_file():
         return path

@@ -157,7 +157,7 @@ def spark_session(creds: IcetimeCredentials) -> SparkSession:
 
 def _with_local_file_system(settings: EmbeddedSettings) -> dict[str, str]:
     """The session's settings with icetime's local file system (``server/LocalFileSystem.java``:
-    no ``chmod`` process per file written, ~15 % of a small commit's CPU). Its jar is compiled
+    no ``chmod`` process per file written: 15-20 % of a small commit's CPU). Its jar is compiled
     once per machine with the JDK's ``javac``; without one the session keeps Hadoop's."""
     from dbt.adapters.icetime.server import java
 

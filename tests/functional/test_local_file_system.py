@@ -4,7 +4,10 @@ own writes: the same files, the same permissions, a checksum file beside each.""
 
 from __future__ import annotations
 
+import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,3 +75,51 @@ def test_set_permission_sets_what_it_is_asked(spark: Any, tmp_path: Path) -> Non
 
 def jvm_permission(jvm: Any, octal: str) -> Any:
     return jvm.org.apache.hadoop.fs.permission.FsPermission(octal)
+
+
+# A session started as a user's, writing and reading a table: its first line of output is the
+# table's row count.
+_WRITE_A_TABLE = """
+import sys
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.embedded import spark_session
+
+creds = IcetimeCredentials.from_dict({"method": "session", "schema": "w"})
+creds.resolve_paths(sys.argv[1])
+spark = spark_session(creds)
+spark.sql("create table icetime.w.t (id bigint) using iceberg")
+spark.sql("insert into icetime.w.t values (1), (2)")
+print(spark.sql("select count(*) from icetime.w.t").first()[0])
+"""
+
+
+def path_without(program: str, directory: Path) -> str:
+    """A PATH with every program of this one but ``program`` (links in ``directory``)."""
+    directory.mkdir()
+    for folder in map(Path, os.environ["PATH"].split(os.pathsep)):
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            link = directory / entry.name
+            if entry.name != program and not link.is_symlink():
+                link.symlink_to(entry)
+    return str(directory)
+
+
+def test_a_session_writes_with_no_chmod_program_to_start(tmp_path: Path) -> None:
+    """No process per file: with no `chmod` on its PATH, Hadoop's own local file system fails
+    the first write ("Failed to create file", checked by hand); icetime's writes the table."""
+    env = {**os.environ, "PATH": path_without("chmod", tmp_path / "bin")}
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITE_A_TABLE, str(tmp_path / "home")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["2"], done.stdout
+    data = list(
+        (tmp_path / "home" / ".icetime" / "warehouse" / "w" / "t" / "data").glob("*.parquet")
+    )
+    assert data and all(mode(file) == 0o644 for file in data), data

@@ -206,13 +206,10 @@ def _start(
     server.make_directory()
     # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
     # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
-    extra = settings.conf.get("spark.driver.extraClassPath")
-    conf = {
-        **settings.conf,
-        "spark.driver.extraClassPath": ":".join([*settings.jars, *([extra] if extra else [])]),
-    }
-    conf = java.with_local_file_system(conf, java.server_jar(settings.jars[0]))
-    class_path = conf["spark.driver.extraClassPath"].split(":")
+    conf = java.with_local_file_system(
+        java.with_class_path(settings.conf, list(settings.jars)), java.server_jar(settings.jars[0])
+    )
+    class_path = conf[java.CLASS_PATH_KEY].split(":")
     conf.update(THRIFT_CONF)
     conf.update(shared_catalog_conf(settings))
     conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))

@@ -33,6 +33,7 @@ AUTHENTICATOR = "icetime.server.SecretAuthenticator"
 SHARED_CATALOG = "icetime.server.SharedSparkCatalog"
 LOCAL_FILE_SYSTEM = "icetime.server.LocalFileSystem"
 FILE_SYSTEM_KEY = "spark.hadoop.fs.file.impl"
+CLASS_PATH_KEY = "spark.driver.extraClassPath"
 
 
 def source_digest() -> str:
@@ -83,15 +84,17 @@ def server_jar(iceberg_jar: str) -> Path:
     return target
 
 
+def with_class_path(conf: dict[str, str], entries: list[str]) -> dict[str, str]:
+    """``conf`` with ``entries`` first on the driver's class path (a driver setting: it takes
+    effect for a JVM about to start), before what the profile put there."""
+    extra = conf.get(CLASS_PATH_KEY)
+    return {**conf, CLASS_PATH_KEY: ":".join([*entries, *([extra] if extra else [])])}
+
+
 def with_local_file_system(conf: dict[str, str], jar: Path) -> dict[str, str]:
     """``conf`` with icetime's ``LocalFileSystem`` for ``file:`` paths, its jar first on the
-    driver's class path (a driver setting: it takes effect for a JVM about to start). A file
-    system the profile's ``spark_conf`` names is kept."""
-    conf = dict(conf)
-    conf.setdefault(FILE_SYSTEM_KEY, LOCAL_FILE_SYSTEM)
-    extra = conf.get("spark.driver.extraClassPath")
-    conf["spark.driver.extraClassPath"] = ":".join([str(jar), *([extra] if extra else [])])
-    return conf
+    driver's class path. A file system the profile's ``spark_conf`` names is kept."""
+    return {FILE_SYSTEM_KEY: LOCAL_FILE_SYSTEM, **with_class_path(conf, [str(jar)])}
 
 
 def _javac() -> str:

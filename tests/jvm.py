@@ -45,8 +45,9 @@ SMALL_DATA_CONF = {
 # Under the virtual environment, which the bootstrap makes: never in the source tree.
 ARCHIVE_DIR = Path(sys.prefix) / "icetime-test-jvm"
 
-# A session like the tests' own: Iceberg catalog on SQLite, a table written, merged and read.
-_WARM_UP = """
+# A session like the tests' own: Iceberg catalog on SQLite, a table written, merged and read
+# (argument: the project directory; the table is icetime.warm.t).
+SESSION_SCRIPT = """
 import sys
 from pyspark import SparkContext
 from dbt.adapters.icetime.credentials import IcetimeCredentials
@@ -105,7 +106,7 @@ def ensure_archive() -> Path | None:
             "-Xlog:cds=off -Xlog:cds+dynamic=off",
         }
         done = subprocess.run(
-            [sys.executable, "-c", _WARM_UP, home],
+            [sys.executable, "-c", SESSION_SCRIPT, home],
             env=env,
             capture_output=True,
             text=True,

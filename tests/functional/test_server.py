@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from dbt.adapters.icetime.server import client, control, java
-from dbt.adapters.icetime.server.files import ServerFiles, alive
+from dbt.adapters.icetime.server import client, control, daemon, java
+from dbt.adapters.icetime.server.files import SCRATCH, ServerFiles, alive
 from tests.support import DBT, ROOT, run_dbt_process, write_project
 
 pytestmark = pytest.mark.slow
@@ -378,6 +378,26 @@ class TestWarmServer:
             data = Path(location.removeprefix("file:"))
             assert stat.S_IMODE(data.stat().st_mode) == 0o644, data
             assert data.with_name(f".{data.name}.crc").is_file(), data
+
+    def test_the_warm_up_writes_where_no_command_sees_them(self, project: Path) -> None:
+        """The server warms its write path with two writes of its own (a young server's first
+        `create table ... as select` costs three times a later one), to a catalog only its
+        warm-up session knows, in its scratch directory, removed afterwards."""
+        running = started(project)
+        log = server_files(project).path("server.log")
+
+        def this_servers_log() -> str:
+            text = log.read_text()
+            return text[text.rindex(f"ready on 127.0.0.1:{running.port}") :]
+
+        wait_until(lambda: "warmed up in" in this_servers_log(), 180, "the warm-up ends")
+        assert f"warm-up: two writes to {daemon.WARM_UP_CATALOG} in" in this_servers_log()
+        writes = server_files(project).path(SCRATCH) / daemon.WARM_UP_DIRECTORY
+        assert not writes.exists()
+        # Not in the project's catalog, nor configured in a command's session.
+        assert ("warm_up",) not in sql(project, "show namespaces in icetime")
+        key = f"spark.sql.catalog.{daemon.WARM_UP_CATALOG}"
+        assert sql(project, f"set {key}") == [(key, "<undefined>")]
 
     def test_stop_server(self, project: Path) -> None:
         running = started(project)

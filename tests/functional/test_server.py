@@ -124,7 +124,8 @@ def wait_until(condition: Any, timeout_s: float, what: str) -> float:
 
 @pytest.fixture(scope="class")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    project = new_project(tmp_path_factory.mktemp("warm") / "project")
+    # A space in its path, as a user's folder may have: every file the server writes stays in it.
+    project = new_project(tmp_path_factory.mktemp("warm") / "a project")
     yield project
     control.stop(str(project / ".icetime"))
 
@@ -392,8 +393,12 @@ class TestWarmServer:
 
         wait_until(lambda: "warmed up in" in this_servers_log(), 180, "the warm-up ends")
         assert f"warm-up: two writes to {daemon.WARM_UP_CATALOG} in" in this_servers_log()
-        writes = server_files(project).path(SCRATCH) / daemon.WARM_UP_DIRECTORY
-        assert not writes.exists()
+        scratch = server_files(project).path(SCRATCH)
+        assert not (scratch / daemon.WARM_UP_DIRECTORY).exists()
+        assert not list(scratch.rglob("*.metadata.json"))
+        # Not under the project's path with its space escaped (a URI's `%20`, which Hadoop
+        # takes as it is): nowhere but the scratch directory.
+        assert not (project.parent / project.name.replace(" ", "%20")).exists()
         # Not in the project's catalog, nor configured in a command's session.
         assert ("warm_up",) not in sql(project, "show namespaces in icetime")
         key = f"spark.sql.catalog.{daemon.WARM_UP_CATALOG}"

@@ -203,7 +203,9 @@ def _warm_up_writes(session: Any, warehouse: Path) -> None:
     prefix = f"spark.sql.catalog.{WARM_UP_CATALOG}"
     warm.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
     warm.conf.set(f"{prefix}.type", "hadoop")
-    warm.conf.set(f"{prefix}.warehouse", warehouse.as_uri())
+    # `file:` and the path as it is, as the catalog's own local warehouses (catalog.py): Hadoop
+    # takes a URI's escapes (`%20` for a space) literally, and would write beside the project.
+    warm.conf.set(f"{prefix}.warehouse", f"file:{warehouse}")
     table = f"{WARM_UP_CATALOG}.warm_up.model"
     started = time.monotonic()
     for _ in range(2):

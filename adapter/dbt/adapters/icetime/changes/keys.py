@@ -96,3 +96,50 @@ def touched_keys(fetch: Fetch, relation: Any, key: str, integral: bool) -> KeyBo
         ranges=tuple((low, high) for low, high in bounds if low != high),
         exact=exact,
     )
+
+
+def few_key_bound(
+    fetch: Fetch, relation: Any, key: str, integral: bool, ranges: int, values: int
+) -> KeyBound | None:
+    """Where every ``key`` of ``relation`` lies, in one query: its values and an integral key's
+    runs of consecutive values, when they are at most ``values`` values and ``ranges`` ranges;
+    else its least and greatest value (not exact). None when there is no key, a null key, or a
+    value with no literal (see key_literal).
+
+    Each row the query returns is one piece (a run, or a value) with, beside it, the number of
+    pieces, the least and greatest key and the number of nulls, so at most ``ranges + values +
+    1`` rows come back however many keys there are."""
+    column = quote_identifier(key)
+    if integral:  # the values of a run, less their rank, are one number
+        run = f"cast({column} as decimal(20, 0)) - dense_rank() over (order by {column})"
+        pieces = (
+            f"select min({column}) as _icetime_low, max({column}) as _icetime_high, "
+            f"count(*) - count({column}) as _icetime_nulls from (select {column}, {run} as "
+            f"_icetime_run from {relation}) group by _icetime_run"
+        )
+    else:
+        pieces = (
+            f"select {column} as _icetime_low, {column} as _icetime_high, "
+            f"case when {column} is null then 1 else 0 end as _icetime_nulls "
+            f"from (select distinct {column} from {relation})"
+        )
+    found = fetch(
+        "select _icetime_low, _icetime_high, count(*) over (), min(_icetime_low) over (), "
+        f"max(_icetime_high) over (), sum(_icetime_nulls) over () from ({pieces}) "
+        f"limit {ranges + values + 1}"
+    )
+    if not found or found[0][5]:  # no key, or a null key: no range holds it
+        return None
+    count, least, greatest = found[0][2], key_literal(found[0][3]), key_literal(found[0][4])
+    if least is None or greatest is None:
+        return None
+    listed = [(key_literal(low), key_literal(high)) for low, high, *_ in found]
+    exact = [(low, high) for low, high in listed if low is not None and high is not None]
+    if count == len(found) and len(exact) == count:
+        bound = KeyBound(
+            values=tuple(low for low, high in exact if low == high),
+            ranges=tuple((low, high) for low, high in exact if low != high),
+        )
+        if len(bound.ranges) <= ranges and len(bound.values) <= values:
+            return bound
+    return KeyBound(ranges=((least, greatest),), exact=False)

@@ -40,7 +40,7 @@ from dbt.adapters.icetime.changes.keyed import (
     duplicate_key_sql,
     recomputed_sql,
 )
-from dbt.adapters.icetime.changes.keys import Fetch, KeyBound, key_bounds, touched_keys
+from dbt.adapters.icetime.changes.keys import Fetch, KeyBound, few_key_bound
 from dbt.adapters.icetime.changes.plan import (
     COMPACTION,
     ChangeRange,
@@ -255,12 +255,14 @@ class ChangeRun:
             self.key_views.append(view)
         if not self.key_views:
             return
-        # Every affected key once, computed once: the new rows and the MERGE both read it.
+        # Every affected key once, computed once: the new rows and the MERGE both read it. The
+        # cache is filled by the first statement that reads it (their bounds, or the new rows),
+        # not by a job of its own.
         affected = view_name(self.node_id, "affected")
         keys = ", ".join(quote_identifier(k) for k in query.key_columns)
         union = " union ".join(f"select {keys} from {quote_identifier(v)}" for v in self.key_views)
         self.execute(f"create or replace temporary view {quote_identifier(affected)} as {union}")
-        self.execute(f"cache table {quote_identifier(affected)}")
+        self.execute(f"cache lazy table {quote_identifier(affected)}")
         self.affected_view = affected
 
     def recomputed(self, fresh: str, fetch: Fetch) -> dict[str, str | None]:
@@ -290,7 +292,8 @@ class ChangeRun:
             + recomputed_sql(fresh, keys, self._affected(), bound.sql(first) if bound else None)
         )
         self.recomputed_view = view
-        self.execute(f"cache table {quoted}")
+        # Filled by the uniqueness check, which reads every row of it.
+        self.execute(f"cache lazy table {quoted}")
         found = fetch(duplicate_key_sql(view, keys))
         if found:
             *values, count = found[0]
@@ -360,16 +363,8 @@ class ChangeRun:
         fields = self.target_metadata.current_schema.fields
         kind = next((f.type for f in fields if f.name.lower() == key.lower()), None)
         relation = quote_identifier(self.affected_view)
-        found = touched_keys(fetch, relation, key, integral=kind in ("int", "long"))
-        if found is None:
-            return None
-        if found.exact and len(found.ranges) <= BOUND_RANGES and len(found.values) <= BOUND_VALUES:
-            return found
-        least_greatest = key_bounds(fetch, relation, key)
-        if least_greatest is None:
-            return None
-        low, high = least_greatest
-        return KeyBound(ranges=((low, high),), exact=False)
+        integral = kind in ("int", "long")
+        return few_key_bound(fetch, relation, key, integral, BOUND_RANGES, BOUND_VALUES)
 
     def _affected(self) -> list[str]:
         return [self.affected_view] if self.affected_view is not None else []
@@ -673,9 +668,8 @@ class ChangeRun:
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
     def close(self) -> None:
+        # Dropping a cached temporary view uncaches it (Spark's DROP VIEW does).
         cached = [v for v in (self.recomputed_view, self.affected_view) if v is not None]
-        for view in cached:
-            self.execute(f"uncache table if exists {quote_identifier(view)}")
         views = [u.view for u in self.upstreams.values() if u.view_created]
         views += self.key_views + self.staged_views + cached
         for view in views:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
+from pyspark.sql import SparkSession
 
 from tests.support import (
     COW,
@@ -104,6 +105,9 @@ class JoinBase(PackageProject):
         log = (Path(logs_dir) / "dbt.log").read_text()
         restricted = r"exists\s*\(\s*select 1 from `icetime_cdf__model_test_enriched__affected`"
         assert re.search(restricted, log, re.IGNORECASE), "the orders read was not restricted"
+        # The affected keys and new rows it cached are released with its views.
+        cache = SparkSession.builder.getOrCreate()._jsparkSession.sharedState().cacheManager()
+        assert cache.isEmpty(), "a run left cached data in the session"
 
         # Orders change, a customer appears (her orders join now) and one goes.
         sql(project, "insert into {s}.customers values (4, 'EU')")

@@ -66,7 +66,11 @@ def test_text_keys_are_listed_values() -> None:
 
 
 @pytest.mark.parametrize("values", [[1, None, 3], [None], [*range(0, 100, 3), None]])
-def test_a_null_key_or_no_key_gives_no_bound(values: list[object]) -> None:
+def test_a_null_key_gives_no_bound(values: list[object]) -> None:
     # No range holds a null: the scans must read every file.
     assert Keys(values).bound() is None
+    assert Keys(values).bound(integral=False) is None
+
+
+def test_no_key_gives_no_bound() -> None:
     assert Keys([]).bound() is None

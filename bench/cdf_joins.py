@@ -20,7 +20,11 @@ execution times from run_results.json, with what `auto` chose.
 | payments 0.1 % | 0.1 % of payments (the three-way join's own upstream) |
 | orders N % | --shares: the most recent N % of orders (the crossover curve) |
 
-Usage: .venv/bin/python bench/cdf_joins.py [--orders N] [--shares 0.01,0.1,1,5,10,30]
+The four 0.1 % scenarios run --rounds times each (default 3), each round a change of its own;
+the table gives each model's median and range, and the median and range of each round's ratios
+(a model's time varies by about a second from run to run). The curve's points are one round.
+
+Usage: .venv/bin/python bench/cdf_joins.py [--orders N] [--rounds N] [--shares 0.01,0.1,1,5,10,30]
 Writes bench/results/cdf-joins.md and cdf-joins.json, and redraws cdf-crossover.png: the
 one-upstream curves of bench/cdf.py, and the orders curve of this two-way join beside them.
 """
@@ -39,7 +43,7 @@ from typing import Any
 
 import yaml
 from cdf import plot as crossover_plot
-from report import RESULTS, Row, write_results
+from report import RESULTS, Row, measured, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "cdf_joins"
@@ -178,9 +182,12 @@ class Point:
     seconds: float
     chose: str
     estimate: dict[str, Any] | None
+    round: int = 0
 
 
-def build(root: Path, scenario: str, share: float, shapes: tuple[str, ...]) -> list[Point]:
+def build(
+    root: Path, scenario: str, share: float, shapes: tuple[str, ...], round_: int = 0
+) -> list[Point]:
     points = []
     for shape in shapes:
         for setting in REFRESH:
@@ -197,6 +204,7 @@ def build(root: Path, scenario: str, share: float, shapes: tuple[str, ...]) -> l
                 float(result["execution_time"]),
                 str(response.get("cdf_refresh")),
                 response.get("cdf_estimate"),
+                round_,
             )
             print(
                 f"{scenario} {share * 100:g} % {model}: {point.seconds:.1f} s, chose {point.chose}",
@@ -206,12 +214,15 @@ def build(root: Path, scenario: str, share: float, shapes: tuple[str, ...]) -> l
     return points
 
 
-def seconds(points: list[Point], scenario: str, share: float, shape: str, setting: str) -> float:
-    return next(
-        p.seconds
+def seconds(
+    points: list[Point], scenario: str, share: float, shape: str, setting: str
+) -> dict[int, float]:
+    """The model's seconds in each round of the scenario."""
+    return {
+        p.round: p.seconds
         for p in points
         if (p.scenario, p.share, p.shape, p.setting) == (scenario, share, shape, setting)
-    )
+    }
 
 
 def rows_for(points: list[Point]) -> list[Row]:
@@ -229,26 +240,30 @@ def rows_for(points: list[Point]) -> list[Row]:
         inc = seconds(points, scenario, share, shape, "incremental")
         full = seconds(points, scenario, share, shape, "full")
         auto = seconds(points, scenario, share, shape, "auto")
+        rounds = sorted(inc)
         label = f"{shape}-way join, {scenario} {share * 100:g} %"
-        out.append((f"{label}: incremental s", f"{inc:.1f}", "", ""))
-        out.append((f"{label}: rebuild s", f"{full:.1f}", "", ""))
+        out.append(measured(f"{label}: incremental s", list(inc.values())))
+        out.append(measured(f"{label}: rebuild s", list(full.values())))
         target = targets.get((scenario, share, shape), "")
-        out.append((f"{label}: rebuild / incremental", f"{full / inc:.1f}", "", target))
-        chose = next(
-            p.chose
-            for p in points
-            if (p.scenario, p.share, p.shape, p.setting) == (scenario, share, shape, "auto")
+        ratios = [full[r] / inc[r] for r in rounds]
+        out.append(measured(f"{label}: rebuild / incremental", ratios, target=target))
+        chose = sorted(
+            {
+                p.chose
+                for p in points
+                if (p.scenario, p.share, p.shape, p.setting) == (scenario, share, shape, "auto")
+            }
         )
-        ratio = auto / min(inc, full)
-        out.append(
-            (f"{label}: auto / faster side (chose {chose})", f"{ratio:.2f}", "", "at most 1.1")
-        )
+        faster = [auto[r] / min(inc[r], full[r]) for r in rounds]
+        name = f"{label}: auto / faster side (chose {', '.join(chose)})"
+        out.append(measured(name, faster, digits=2, target="at most 1.1"))
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--orders", type=int, default=10_000_000)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each 0.1 %% scenario")
     parser.add_argument("--shares", default="0.01,0.1,1,5,10,30", help="orders changed, %%")
     args = parser.parse_args()
     shares = [float(s) / 100 for s in args.shares.split(",")]
@@ -272,8 +287,9 @@ def main() -> None:
         ("both", both),
         ("payments", ("three",)),
     ):
-        change(root, args.orders, scenario, 0.001)
-        points += build(root, scenario, 0.001, shapes)
+        for round_ in range(args.rounds):
+            change(root, args.orders, scenario, 0.001)
+            points += build(root, scenario, 0.001, shapes, round_)
     for share in shares:
         if share == 0.001:
             continue
@@ -286,7 +302,9 @@ def main() -> None:
         "CDF through joins: incremental, rebuild and auto",
         f"{args.orders:,} orders, {args.orders // 10:,} customers, {args.orders:,} payments, "
         "merge-on-read; merge-on-read targets; each model built in a `dbt run` of its own on "
-        "the project's warm server; times are dbt's per-model execution times. Total benchmark "
+        "the project's warm server; times are dbt's per-model execution times; each 0.1 % "
+        f"scenario {args.rounds} rounds (medians and ranges; a ratio's are of each round's "
+        "ratio), the other shares one. Total benchmark "
         f"time {time.monotonic() - started:.0f} s. Plot: cdf-crossover.png (last panel).",
         rows_for(points),
     )

@@ -1,5 +1,6 @@
-"""Where a run's affected keys lie (changes/keys.py: few_key_bound): one query, its SQL run on
-SQLite (through sqlglot) against the keys a test gives it."""
+"""Where a run's keys lie (changes/keys.py: few_key_bound for a joins run's affected keys,
+touched_keys for an SCD snapshot's), their SQL run on SQLite (through sqlglot) against the keys
+a test gives it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 import sqlglot
 
-from dbt.adapters.icetime.changes.keys import KeyBound, few_key_bound
+from dbt.adapters.icetime.changes import keys as key_module
+from dbt.adapters.icetime.changes.keys import KeyBound, few_key_bound, touched_keys
 
 RANGES, VALUES = 3, 5
 
@@ -32,7 +34,13 @@ class Keys:
         return self.rows
 
     def bound(self, integral: bool = True) -> KeyBound | None:
-        found = few_key_bound(self.fetch, "keys", "k", integral, RANGES, VALUES)
+        return self.ordered(few_key_bound(self.fetch, "keys", "k", integral, RANGES, VALUES))
+
+    def touched(self, integral: bool = True) -> KeyBound | None:
+        return self.ordered(touched_keys(self.fetch, "keys", "k", integral))
+
+    @staticmethod
+    def ordered(found: KeyBound | None) -> KeyBound | None:
         if found is None:  # the pieces in order: the query returns them in any
             return None
         return KeyBound(tuple(sorted(found.values)), tuple(sorted(found.ranges)), found.exact)
@@ -74,3 +82,16 @@ def test_a_null_key_gives_no_bound(values: list[object]) -> None:
 
 def test_no_key_gives_no_bound() -> None:
     assert Keys([]).bound() is None
+
+
+def test_touched_keys_are_exact_up_to_their_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = [1, 2, 3, 10, 20, 21]
+    assert Keys(keys).touched() == KeyBound(values=("10",), ranges=(("1", "3"), ("20", "21")))
+    assert Keys(["b", "a"]).touched(integral=False) == KeyBound(values=("'a'", "'b'"))
+    # More runs than allowed: ranges of equally many keys, not exactly the keys.
+    monkeypatch.setattr(key_module, "TOUCHED_RANGES", 2)
+    tiles = Keys([1, 2, 3, 10, 20, 21, 30, 31]).touched()
+    assert tiles == KeyBound(ranges=(("1", "10"), ("20", "31")), exact=False)
+    assert Keys([1, 2, None, 10, 20, 21]).touched() is None
+    assert Keys([None]).touched() is None
+    assert Keys([]).touched() is None

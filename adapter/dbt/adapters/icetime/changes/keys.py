@@ -39,6 +39,16 @@ class KeyBound:
     # not only a range around some of them.
     exact: bool = True
 
+    @classmethod
+    def of(cls, pieces: Sequence[tuple[str, str]], exact: bool = True) -> KeyBound:
+        """The bound of some pieces, each a (least, greatest) pair of literals: a value when
+        they are one, else a range."""
+        return cls(
+            values=tuple(low for low, high in pieces if low == high),
+            ranges=tuple((low, high) for low, high in pieces if low != high),
+            exact=exact,
+        )
+
     def sql(self, column: str) -> str:
         parts = [f"{column} in ({', '.join(self.values)})"] if self.values else []
         parts += [f"{column} between {low} and {high}" for low, high in self.ranges]
@@ -63,39 +73,19 @@ def touched_keys(fetch: Fetch, relation: Any, key: str, integral: bool) -> KeyBo
     the keys. Else TOUCHED_RANGES ranges of equally many keys each. None when a value has
     no literal (a null, or a timestamp: see key_literal)."""
     column = quote_identifier(key)
-    distinct = f"(select distinct {column} from {relation})"
-    if integral:  # the values of a run, less their rank, are one number
-        run = f"cast({column} as decimal(20, 0)) - dense_rank() over (order by {column})"
-        pieces = (
-            f"select min({column}), max({column}) from (select {column}, {run} as "
-            f"_icetime_run from {relation}) group by _icetime_run"
-        )
-    else:
-        pieces = f"select {column}, {column} from {distinct}"
-    found = fetch(f"{pieces} limit {TOUCHED_KEYS + 1}")
+    found = fetch(f"{_pieces_sql(column, relation, integral)} limit {TOUCHED_KEYS + 1}")
     ranges = sum(row[0] != row[1] for row in found)
     exact = len(found) <= TOUCHED_KEYS and ranges <= TOUCHED_RANGES
     if not exact:
         found = fetch(
             f"select min({column}), max({column}), count(*) - count({column}) from (select "
             f"{column}, ntile({TOUCHED_RANGES}) over (order by {column}) as _icetime_tile "
-            f"from {distinct}) group by _icetime_tile"
+            f"from (select distinct {column} from {relation})) group by _icetime_tile"
         )
         if any(row[2] for row in found):  # a null key: no range holds it
             return None
-    bounds = []
-    for low, high, *_ in found:
-        low_sql, high_sql = key_literal(low), key_literal(high)
-        if low_sql is None or high_sql is None:
-            return None
-        bounds.append((low_sql, high_sql))
-    if not bounds:
-        return None
-    return KeyBound(
-        values=tuple(low for low, high in bounds if low == high),
-        ranges=tuple((low, high) for low, high in bounds if low != high),
-        exact=exact,
-    )
+    pieces = _literal_pieces(found)
+    return KeyBound.of(pieces, exact) if pieces else None
 
 
 def few_key_bound(
@@ -109,20 +99,7 @@ def few_key_bound(
     Each row the query returns is one piece (a run, or a value) with, beside it, the number of
     pieces, the least and greatest key and the number of nulls, so at most ``ranges + values +
     1`` rows come back however many keys there are."""
-    column = quote_identifier(key)
-    if integral:  # the values of a run, less their rank, are one number
-        run = f"cast({column} as decimal(20, 0)) - dense_rank() over (order by {column})"
-        pieces = (
-            f"select min({column}) as _icetime_low, max({column}) as _icetime_high, "
-            f"count(*) - count({column}) as _icetime_nulls from (select {column}, {run} as "
-            f"_icetime_run from {relation}) group by _icetime_run"
-        )
-    else:
-        pieces = (
-            f"select {column} as _icetime_low, {column} as _icetime_high, "
-            f"case when {column} is null then 1 else 0 end as _icetime_nulls "
-            f"from (select distinct {column} from {relation})"
-        )
+    pieces = _pieces_sql(quote_identifier(key), relation, integral)
     found = fetch(
         "select _icetime_low, _icetime_high, count(*) over (), min(_icetime_low) over (), "
         f"max(_icetime_high) over (), sum(_icetime_nulls) over () from ({pieces}) "
@@ -130,16 +107,42 @@ def few_key_bound(
     )
     if not found or found[0][5]:  # no key, or a null key: no range holds it
         return None
-    count, least, greatest = found[0][2], key_literal(found[0][3]), key_literal(found[0][4])
-    if least is None or greatest is None:
-        return None
-    listed = [(key_literal(low), key_literal(high)) for low, high, *_ in found]
-    exact = [(low, high) for low, high in listed if low is not None and high is not None]
-    if count == len(found) and len(exact) == count:
-        bound = KeyBound(
-            values=tuple(low for low, high in exact if low == high),
-            ranges=tuple((low, high) for low, high in exact if low != high),
-        )
+    listed = _literal_pieces(found) if found[0][2] == len(found) else None
+    if listed is not None:
+        bound = KeyBound.of(listed)
         if len(bound.ranges) <= ranges and len(bound.values) <= values:
             return bound
+    least, greatest = key_literal(found[0][3]), key_literal(found[0][4])
+    if least is None or greatest is None:
+        return None
     return KeyBound(ranges=((least, greatest),), exact=False)
+
+
+def _pieces_sql(column: str, relation: Any, integral: bool) -> str:
+    """One row per piece of ``column``'s values in ``relation``: per run of consecutive values
+    of an integral key, else per value, with its least and greatest value and its count of
+    nulls (the nulls are a piece of their own)."""
+    if integral:  # the values of a run, less their rank, are one number
+        run = f"cast({column} as decimal(20, 0)) - dense_rank() over (order by {column})"
+        return (
+            f"select min({column}) as _icetime_low, max({column}) as _icetime_high, "
+            f"count(*) - count({column}) as _icetime_nulls from (select {column}, {run} as "
+            f"_icetime_run from {relation}) group by _icetime_run"
+        )
+    return (
+        f"select {column} as _icetime_low, {column} as _icetime_high, "
+        f"case when {column} is null then 1 else 0 end as _icetime_nulls "
+        f"from (select distinct {column} from {relation})"
+    )
+
+
+def _literal_pieces(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str]] | None:
+    """Each row's first two values (a piece's least and greatest) as SQL literals; None when a
+    value has none (a null, a timestamp: see key_literal)."""
+    pieces = []
+    for low, high, *_ in rows:
+        low_sql, high_sql = key_literal(low), key_literal(high)
+        if low_sql is None or high_sql is None:
+            return None
+        pieces.append((low_sql, high_sql))
+    return pieces

@@ -391,6 +391,17 @@ def assert_equal_sets(project: Any, left: str, right: str) -> None:
     assert not extra and not missing, f"only in target: {extra}\nonly in rebuild: {missing}"
 
 
+def clear_spark_cache() -> None:
+    """Empty the cache (CACHE TABLE's) of the Spark session this process's dbt invocations run
+    on, so that what a test finds there afterwards is its own run's."""
+    SparkSession.builder.getOrCreate().catalog.clearCache()
+
+
+def assert_no_spark_cache(after: str) -> None:
+    cache = SparkSession.builder.getOrCreate()._jsparkSession.sharedState().cacheManager()
+    assert cache.isEmpty(), f"{after} left cached data in the Spark session"
+
+
 def compact(project: Any, table: str) -> None:
     """Rewrite every data file (and apply deletes): an Iceberg `replace` snapshot."""
     sql(

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
-from pyspark.sql import SparkSession
 
 from tests.support import (
     COW,
     MOR,
     PackageProject,
     assert_equal_sets,
+    assert_no_spark_cache,
+    clear_spark_cache,
     install_package,
     property_of,
     raw_sources,
@@ -96,6 +97,7 @@ class JoinBase(PackageProject):
 
         # A customer moves region: every order of hers follows, in one incremental run.
         sql(project, "update {s}.customers set region = 'APAC' where customer_id = 0")
+        clear_spark_cache()
         moved = self.check(project)
         assert {r["cdf_refresh"] for r in moved.values()} == {"incremental"}, moved
         assert rows(project, "select distinct region from {s}.enriched where order_id % 5 = 0") == [
@@ -106,8 +108,7 @@ class JoinBase(PackageProject):
         restricted = r"exists\s*\(\s*select 1 from `icetime_cdf__model_test_enriched__affected`"
         assert re.search(restricted, log, re.IGNORECASE), "the orders read was not restricted"
         # The affected keys and new rows it cached are released with its views.
-        cache = SparkSession.builder.getOrCreate()._jsparkSession.sharedState().cacheManager()
-        assert cache.isEmpty(), "a run left cached data in the session"
+        assert_no_spark_cache("an incremental run")
 
         # Orders change, a customer appears (her orders join now) and one goes.
         sql(project, "insert into {s}.customers values (4, 'EU')")
@@ -168,7 +169,10 @@ class TestRefused(PackageProject):
         run_dbt(["run", "--select", "not_unique"])  # a first run rebuilds (not checked)
         before = snapshots(project, "not_unique")
         sql(project, "update {s}.orders set amount = 11 where order_id = 1")
+        clear_spark_cache()
         output = run_failing(["run", "--select", "not_unique"])
         assert "gives 2 rows for unique_key customer_id = 1" in output, output
         assert "Nothing was written" in output
+        # The run stopped after it cached the keys and rows it checked: they are released too.
+        assert_no_spark_cache("a failed run")
         assert snapshots(project, "not_unique") == before

@@ -324,6 +324,11 @@ class IcetimeAdapter(SparkAdapter):
         return tblproperties_items(model["unique_id"], configured, managed)
 
     @available
+    def icetime_cdf_cache(self, model: dict[str, Any], relation: BaseRelation) -> str:
+        self.invocation().cdf.cache(model, relation)
+        return ""
+
+    @available
     def icetime_key_bounds(self, relation: BaseRelation, key: str) -> list[str] | None:
         return self.invocation().cdf.key_bounds(relation, key)
 

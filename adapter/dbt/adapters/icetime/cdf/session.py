@@ -183,6 +183,11 @@ class CdfSession:
             )
             run.choose_by_query()
 
+    def cache(self, model: Mapping[str, Any], relation: Any) -> None:
+        """Cache the run's temporary view ``relation`` (its change rows, which two statements
+        read) until the run ends, or fails (ChangeRun.cache)."""
+        self.runs.run_of(model["unique_id"]).cache(relation.identifier)
+
     def recomputed(self, model: Mapping[str, Any], fresh: Any) -> dict[str, str | None]:
         """A model kept equal to its query: its affected keys' new rows, checked to be one per
         key and cached, for the write to read, and a bound on the target's keys that every

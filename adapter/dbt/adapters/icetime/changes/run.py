@@ -165,6 +165,7 @@ class ChangeRun:
     key_views: list[str] = field(default_factory=list)
     affected_view: str | None = None  # every affected key, cached
     recomputed_view: str | None = None  # the affected keys' new rows, cached
+    cached_views: list[str] = field(default_factory=list)  # see cache()
     target_bound: str | None = None  # a condition on the target that every affected key meets
 
     def __post_init__(self) -> None:
@@ -262,7 +263,7 @@ class ChangeRun:
         keys = ", ".join(quote_identifier(k) for k in query.key_columns)
         union = " union ".join(f"select {keys} from {quote_identifier(v)}" for v in self.key_views)
         self.execute(f"create or replace temporary view {quote_identifier(affected)} as {union}")
-        self.execute(f"cache lazy table {quote_identifier(affected)}")
+        self.cache(affected)
         self.affected_view = affected
 
     def recomputed(self, fresh: str, fetch: Fetch) -> dict[str, str | None]:
@@ -292,8 +293,7 @@ class ChangeRun:
             + recomputed_sql(fresh, keys, self._affected(), bound.sql(first) if bound else None)
         )
         self.recomputed_view = view
-        # Filled by the uniqueness check, which reads every row of it.
-        self.execute(f"cache lazy table {quoted}")
+        self.cache(view)  # filled by the uniqueness check, which reads every row of it
         found = fetch(duplicate_key_sql(view, keys))
         if found:
             *values, count = found[0]
@@ -667,12 +667,19 @@ class ChangeRun:
                 )
         return CdfState(upstreams, target_snapshot_id, self.mode)
 
+    def cache(self, view: str) -> None:
+        """Cache the temporary view ``view`` lazily: the first statement that reads it fills the
+        cache, and the run's later statements reuse it. ``close`` drops the view, and with it
+        the cache, whether or not the run got that far."""
+        self.execute(f"cache lazy table {quote_identifier(view)}")
+        self.cached_views.append(view)
+
     def close(self) -> None:
-        # Dropping a cached temporary view uncaches it (Spark's DROP VIEW does).
-        cached = [v for v in (self.recomputed_view, self.affected_view) if v is not None]
+        """Drop the run's temporary views. Dropping a cached view uncaches it (Spark's DROP
+        VIEW does, in ~0.2 s where an UNCACHE TABLE of a join's keys took seconds)."""
         views = [u.view for u in self.upstreams.values() if u.view_created]
-        views += self.key_views + self.staged_views + cached
-        for view in views:
+        views += self.key_views + self.staged_views + self.cached_views
+        for view in dict.fromkeys(views):
             self.execute(f"drop view if exists {quote_identifier(view)}")
 
 

@@ -3,7 +3,8 @@ strategy started it (a CDF incremental model, ``cdf/``; an SCD snapshot, ``scd/`
 
 The materializations share one tail (``materializations/changes.sql``): after the data
 statement ``finish`` moves the run's watermarks and drops its views, ``response`` tells dbt
-what the run chose and read, and ``close`` deletes the invocation's staged change rows.
+what the run chose and read, ``after_model`` drops the views of a run that failed, and ``close``
+deletes the invocation's staged change rows.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, faults
 from dbt.adapters.icetime.changes.feeds import Feeds
@@ -33,6 +35,8 @@ class GapAndRefresh(Protocol):
     @property
     def refresh(self) -> str: ...
 
+
+logger = AdapterLogger("icetime")
 
 ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 # on_schema_change values that never alter the target
@@ -163,6 +167,25 @@ class ChangeRuns(Hook):
             **described,
         )
 
+    def after_model(self, node: Any | None) -> None:
+        """dbt is done with ``node``. A run its materialization did not finish (it failed)
+        still drops its views, and the caches with them: the Spark session outlives the run."""
+        run = self._runs.pop(getattr(node, "unique_id", None) or "", None)
+        if run is not None:
+            _release(run)
+
     def close(self) -> None:
-        """The invocation is over: delete the staged change rows."""
+        """The invocation is over: release any run still open, delete the staged change rows."""
+        for run in self._runs.values():
+            _release(run)
+        self._runs.clear()
         self.feeds.cleanup()
+
+
+def _release(run: ChangeRun) -> None:
+    """Drop a failed run's views. The failure is what the user must see: a cleanup that fails
+    too (the connection is gone, say) is only logged."""
+    try:
+        run.close()
+    except Exception as exc:  # never mask the run's own error
+        logger.debug(f"icetime: could not drop the views of {run.node_id}'s run: {exc}")

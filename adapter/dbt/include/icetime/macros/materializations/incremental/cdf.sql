@@ -76,7 +76,8 @@
 
 {% macro icetime_cdf_apply_changes(run, existing_relation, on_schema_change) %}
   {#- In merge mode two statements read the change rows (the key bounds, then the write): they
-      are cached lazily, so the first computes them and the write reuses them. Append and
+      are cached lazily, so the first computes them and the write reuses them, until the run
+      ends or fails (the view is dropped with the run's others). Append and
       recompute read them once, in the write: no cache. A change log with no schema check
       reads the model's query itself: no view to make and describe (~0.05 s). -#}
   {%- if run.mode == 'append' and on_schema_change == 'ignore' -%}
@@ -86,7 +87,7 @@
     {%- set changes = icetime_changes_temp_relation('__dbt_tmp') -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
     {%- if run.mode == 'merge' -%}
-      {% call statement('icetime_cdf_cache') %}cache lazy table {{ changes }}{% endcall %}
+      {% do adapter.icetime_cdf_cache(model, changes) %}
     {%- endif -%}
     {%- set model_columns = adapter.get_columns_in_relation(changes) -%}
   {%- endif -%}
@@ -125,9 +126,6 @@
       {{ icetime_cdf_recompute_sql(this, target_columns, recomputed['rows'] or payload, columns, run.views, run['keys'] or config.get('cdf_recompute_keys'), recomputed['target_bound']) }}
     {%- endif -%}
   {%- endcall -%}
-  {%- endif -%}
-  {%- if run.mode == 'merge' -%}
-    {% call statement('icetime_cdf_uncache') %}uncache table if exists {{ changes }}{% endcall %}
   {%- endif -%}
 {% endmacro %}
 

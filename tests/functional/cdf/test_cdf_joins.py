@@ -165,7 +165,9 @@ class TestRefused(PackageProject):
         assert "model.test.limited" in output and "limit" in output and "Accepted:" in output
         assert not rows(project, "show tables in {s} like 'limited'")
 
-    def test_a_key_the_query_does_not_keep_unique_is_refused(self, project: Any) -> None:
+    def test_a_key_the_query_does_not_keep_unique_is_refused(
+        self, project: Any, logs_dir: str
+    ) -> None:
         run_dbt(["run", "--select", "not_unique"])  # a first run rebuilds (not checked)
         before = snapshots(project, "not_unique")
         sql(project, "update {s}.orders set amount = 11 where order_id = 1")
@@ -173,6 +175,14 @@ class TestRefused(PackageProject):
         output = run_failing(["run", "--select", "not_unique"])
         assert "gives 2 rows for unique_key customer_id = 1" in output, output
         assert "Nothing was written" in output
-        # The run stopped after it cached the keys and rows it checked: they are released too.
+        # The run stopped after it cached the keys and rows it checked: they are released too,
+        # as dbt finishes the model (ChangeRuns.after_model), not only as the command ends.
         assert_no_spark_cache("a failed run")
+        log = (Path(logs_dir) / "dbt.log").read_text()
+        began = log.rindex("Began running node model.test.not_unique")
+        dropped = log.find(
+            "drop view if exists `icetime_cdf__model_test_not_unique__recomputed`", began
+        )
+        finished = log.index("Finished running node model.test.not_unique", began)
+        assert began < dropped < finished, "the failed run's views were not dropped with its model"
         assert snapshots(project, "not_unique") == before

@@ -680,7 +680,7 @@ class ChangeRun:
         of its own uncaches."""
         views = [u.view for u in self.upstreams.values() if u.view_created]
         views += self.key_views + self.staged_views + self.cached_views
-        for view in dict.fromkeys(views):
+        for view in views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
 
 

@@ -175,7 +175,9 @@ class ChangeRuns(Hook):
             _release(run)
 
     def close(self) -> None:
-        """The invocation is over: release any run still open, delete the staged change rows."""
+        """The invocation is over: release the runs still open (those a compile began, which
+        made their upstreams' views, and no materialization finished), delete the staged change
+        rows."""
         for run in self._runs.values():
             _release(run)
         self._runs.clear()

@@ -28,30 +28,42 @@ def test_the_dbt_command_freezes_what_dbt_imported_and_a_library_user_does_not()
     assert frozen[DBT] > 100_000, frozen
 
 
-def test_the_dbt_command_keeps_dbts_project_schemas(
+def test_the_dbt_command_keeps_dbts_schemas(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # startup: dbt's project contracts take their schemas from the ones kept on this machine,
-    # equal to dbt's and still rejecting a bad dbt_project.yml; a program using dbt as a
-    # library keeps dbt's classes as they are.
+    # startup: dbt's contracts (the project's files, the nodes and configs it parses) take
+    # their schemas from the ones kept on this machine, equal to dbt's and still rejecting bad
+    # input; a class of another package keeps dbt's own; a program using dbt as a library
+    # keeps dbt's classes as they are.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     code = AS + (
+        "import dataclasses\n"
         "from dbt.adapters.icetime.dbt_patches import schemas\n"
+        "from dbt.artifacts.resources.v1.config import NodeConfig\n"
+        "from dbt.contracts.graph.nodes import ModelNode, SqlNode\n"
         "from dbt.contracts.project import Configuration, Project\n"
-        "from dbt_common.dataclass_schema import ValidationError\n"
-        "assert Project.json_schema() == schemas.built(Project)\n"
-        "assert Configuration.json_schema() == schemas.built(Configuration)\n"
-        "try:\n"
-        "    Project.validate({'name': 'p', 'version': '1', 'config-version': 'two'})\n"
-        "except ValidationError as e:\n"
-        "    print(e.message)"
+        "from dbt_common.dataclass_schema import ValidationError, dbtClassMixin\n"
+        "@dataclasses.dataclass\n"
+        "class Elsewhere(dbtClassMixin):\n"
+        "    x: int = 0\n"
+        "for cls in (Project, Configuration, SqlNode, ModelNode, NodeConfig, Elsewhere):\n"
+        "    assert cls.json_schema() == schemas.built(cls), cls\n"
+        "for cls, bad in ((Project, {'name': 'p', 'version': '1', 'config-version': 'two'}),\n"
+        "                 (NodeConfig, {'enabled': 'yes'})):\n"
+        "    try:\n"
+        "        cls.validate(bad)\n"
+        "    except ValidationError as e:\n"
+        "        print(e.message)"
     )
     rejected = python(code, LIBRARY)
     assert not (tmp_path / "icetime").exists()  # the library's dbt is as it was
     assert python(code, DBT) == rejected
-    assert rejected.startswith("'two' is not"), rejected
+    assert rejected.splitlines() == [
+        "'two' is not valid under any of the given schemas",
+        "'yes' is not of type 'boolean'",
+    ], rejected
     kept = sorted(p.name.split("-")[1] for p in (tmp_path / "icetime").iterdir())
-    assert kept == ["Configuration", "Project"], kept
+    assert kept == ["Configuration", "ModelNode", "NodeConfig", "Project", "SqlNode"], kept
 
 
 def test_the_runner_is_patched_everywhere_and_the_start_only_in_the_dbt_command() -> None:

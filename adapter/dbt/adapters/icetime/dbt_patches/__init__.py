@@ -1,7 +1,8 @@
 """Every change icetime makes to dbt's own code while it runs, made in one place.
 
 - ``startup`` (the ``dbt`` command only): ``gc.freeze`` over what dbt's import made, and
-  dbt-core's project contracts take their JSON schemas from a per-machine cache;
+  dbt's contracts (the project's files, the nodes it parses) take their JSON schemas from a
+  per-machine cache;
 - ``no_op`` (every dbt run): ``ModelRunner.execute`` ends a model left alone before its run
   context, and ``_build_run_model_result`` reports dbt's ``no-op`` status for it.
 

@@ -1,9 +1,11 @@
 """The JSON schemas dbt builds at each start, built once per machine and kept.
 
-dbt checks the profile, ``dbt_project.yml`` and the run's configuration against JSON schemas
-that mashumaro builds from their dataclasses at every start: about 0.25 s of a `dbt run` that
-builds nothing (the project's 80 ms, the run configuration's 80 ms, the profile's 50 ms, the
-packages' and selectors' 30 ms). ``kept`` builds a class's schema once and keeps it in the
+dbt checks the profile, ``dbt_project.yml``, the run's configuration and every node it parses
+against JSON schemas that mashumaro builds from their dataclasses at every start: about 0.25 s
+of a `dbt run` that builds nothing (the project's 80 ms, the run configuration's 80 ms, the
+profile's 50 ms, the packages' and selectors' 30 ms), and 0.27 s more in a ``dbt show
+--inline`` (its query's node, 0.19 s, and the node's config, 0.08 s), as in each kind of node a
+full parse meets. ``kept`` builds a class's schema once and keeps it in the
 user's cache directory (``$XDG_CACHE_HOME/icetime``, else ``~/.cache/icetime``), in a file named
 by a digest of everything the schema is built from: the class, its fields (names, types,
 defaults, metadata) and the versions of the libraries that define and build it. A change to any
@@ -11,9 +13,10 @@ of them names another file, so a kept schema is never used for other fields or a
 A cache that cannot be read or written is passed over and the schema built, as dbt builds it.
 
 The profile's schema is kept by ``IcetimeCredentials.json_schema`` (the adapter's own class, no
-patch). dbt's own project contracts are kept by ``keep_project_schemas``, which the ``startup``
-patch runs in the ``dbt`` command only, when the adapter loads, before dbt reads
-``dbt_project.yml``: a program that runs dbt as a library keeps dbt's classes as they are.
+patch). dbt's own contracts are kept by ``keep_dbt_schemas``, which the ``startup`` patch runs
+in the ``dbt`` command only, when the adapter loads, before dbt reads ``dbt_project.yml``: a program
+that runs dbt as a library keeps dbt's classes as they are. dbt builds one more schema before
+the adapter loads (``ProjectFlags``, about 0.13 s), which stays dbt's.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ def built(cls: type) -> dict[str, Any]:
     """``cls``'s schema as dbt builds it (dbt-common's ``dbtClassMixin.json_schema``)."""
     from dbt_common.dataclass_schema import dbtClassMixin
 
-    schema: dict[str, Any] = vars(dbtClassMixin)["json_schema"].__func__(cls)
+    current = vars(dbtClassMixin)["json_schema"].__func__
+    dbts = getattr(current, "icetime_dbts", current)  # dbt's own, under keep_dbt_schemas
+    schema: dict[str, Any] = dbts(cls)
     return schema
 
 
@@ -100,25 +105,32 @@ def _keep(path: Path, schema: dict[str, Any]) -> None:
                 os.unlink(part)
 
 
-def keep_project_schemas() -> bool:
-    """dbt-core's contracts for ``dbt_project.yml``, ``packages.yml`` and ``selectors.yml`` take
-    their schemas from ``kept``, and so does the run's configuration (``Configuration``, a
-    ``Project``). A class this dbt does not have, or one that builds its schema its own way, is
-    left as it is."""
+# The packages whose contracts dbt checks in a command: dbt-core's (the project's files, the
+# run's configuration, the nodes it parses and their configs) and dbt-common's (the configs'
+# base). Their classes, and the classes their fields name, are all defined in BUILDERS.
+KEPT_MODULES = ("dbt.contracts.", "dbt.artifacts.", "dbt_common.")
+
+
+def keep_dbt_schemas() -> bool:
+    """dbt-core's and dbt-common's contracts take their schemas from ``kept``: the project's
+    files (``dbt_project.yml``, ``packages.yml``, ``selectors.yml``), the run's configuration, and
+    the nodes and configs dbt checks as it parses (every model, seed and test of a full parse;
+    the inline query of ``dbt show --inline``). Any other class (an adapter's, a plugin's) keeps
+    dbt's own ``json_schema``, and a class that builds its schema its own way is left as it is."""
     try:
-        from dbt.contracts.project import PackageConfig, Project
-        from dbt.contracts.selection import SelectorFile
         from dbt_common.dataclass_schema import dbtClassMixin
     except ImportError:
         return False
     dbts = vars(dbtClassMixin)["json_schema"].__func__
-    replaced = False
-    for cls in (Project, PackageConfig, SelectorFile):
-        if getattr(cls.json_schema, "__func__", None) is dbts:
-            cls.json_schema = classmethod(_kept_json_schema)  # type: ignore[assignment,method-assign]
-            replaced = True
-    return replaced
+    if hasattr(dbts, "icetime_dbts"):  # kept already
+        return True
 
+    def json_schema(cls: type) -> dict[str, Any]:
+        if cls.__module__.startswith(KEPT_MODULES) and dataclasses.is_dataclass(cls):
+            return kept(cls)
+        schema: dict[str, Any] = dbts(cls)
+        return schema
 
-def _kept_json_schema(cls: type) -> dict[str, Any]:
-    return kept(cls)
+    json_schema.icetime_dbts = dbts  # type: ignore[attr-defined]
+    dbtClassMixin.json_schema = classmethod(json_schema)  # type: ignore[method-assign,assignment]
+    return True

@@ -3,20 +3,20 @@
 dbt checks the profile, ``dbt_project.yml``, the run's configuration and every node it parses
 against JSON schemas that mashumaro builds from their dataclasses at every start: about 0.25 s
 of a `dbt run` that builds nothing (the project's 80 ms, the run configuration's 80 ms, the
-profile's 50 ms, the packages' and selectors' 30 ms), and 0.27 s more in a ``dbt show
---inline`` (its query's node, 0.19 s, and the node's config, 0.08 s), as in each kind of node a
-full parse meets. ``kept`` builds a class's schema once and keeps it in the
-user's cache directory (``$XDG_CACHE_HOME/icetime``, else ``~/.cache/icetime``), in a file named
-by a digest of everything the schema is built from: the class, its fields (names, types,
-defaults, metadata) and the versions of the libraries that define and build it. A change to any
-of them names another file, so a kept schema is never used for other fields or another library.
-A cache that cannot be read or written is passed over and the schema built, as dbt builds it.
+profile's 50 ms, the packages' and selectors' 30 ms), 0.27 s more in a ``dbt show --inline``
+(its query's node, 0.19 s, and the node's config, 0.08 s), and as much for each kind of node a
+full parse meets. ``kept`` builds a class's schema once and keeps it in the user's cache
+directory (``$XDG_CACHE_HOME/icetime``, else ``~/.cache/icetime``), in a file named by a digest
+of everything the schema is built from: the class, its fields (names, types, defaults,
+metadata) and the versions of the libraries that define and build it. A change to any of them
+names another file, so a kept schema is never used for other fields or another library. A
+cache that cannot be read or written is passed over and the schema built, as dbt builds it.
 
 The profile's schema is kept by ``IcetimeCredentials.json_schema`` (the adapter's own class, no
 patch). dbt's own contracts are kept by ``keep_dbt_schemas``, which the ``startup`` patch runs
-in the ``dbt`` command only, when the adapter loads, before dbt reads ``dbt_project.yml``: a program
-that runs dbt as a library keeps dbt's classes as they are. dbt builds one more schema before
-the adapter loads (``ProjectFlags``, about 0.13 s), which stays dbt's.
+in the ``dbt`` command only, when the adapter loads, before dbt reads ``dbt_project.yml``: a
+program that runs dbt as a library keeps dbt's classes as they are. dbt builds one more schema
+before the adapter loads (``ProjectFlags``, about 0.13 s), which stays dbt's.
 """
 
 from __future__ import annotations

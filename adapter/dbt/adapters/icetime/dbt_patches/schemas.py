@@ -71,7 +71,7 @@ def built(cls: type) -> dict[str, Any]:
     from dbt_common.dataclass_schema import dbtClassMixin
 
     current = vars(dbtClassMixin)["json_schema"].__func__
-    dbts = getattr(current, "icetime_dbts", current)  # dbt's own, under keep_dbt_schemas
+    dbts = getattr(current, DBTS, current)  # dbt's own, kept on keep_dbt_schemas's function
     schema: dict[str, Any] = dbts(cls)
     return schema
 
@@ -109,6 +109,8 @@ def _keep(path: Path, schema: dict[str, Any]) -> None:
 # run's configuration, the nodes it parses and their configs) and dbt-common's (the configs'
 # base). Their classes, and the classes their fields name, are all defined in BUILDERS.
 KEPT_MODULES = ("dbt.contracts.", "dbt.artifacts.", "dbt_common.")
+# The attribute of keep_dbt_schemas's function that holds dbt's own (``built`` calls it).
+DBTS = "icetime_dbts"
 
 
 def keep_dbt_schemas() -> bool:
@@ -122,15 +124,14 @@ def keep_dbt_schemas() -> bool:
     except ImportError:
         return False
     dbts = vars(dbtClassMixin)["json_schema"].__func__
-    if hasattr(dbts, "icetime_dbts"):  # kept already
+    if hasattr(dbts, DBTS):  # installed already
         return True
-
-    def json_schema(cls: type) -> dict[str, Any]:
-        if cls.__module__.startswith(KEPT_MODULES) and dataclasses.is_dataclass(cls):
-            return kept(cls)
-        schema: dict[str, Any] = dbts(cls)
-        return schema
-
-    json_schema.icetime_dbts = dbts  # type: ignore[attr-defined]
-    dbtClassMixin.json_schema = classmethod(json_schema)  # type: ignore[method-assign,assignment]
+    setattr(_json_schema, DBTS, dbts)
+    dbtClassMixin.json_schema = classmethod(_json_schema)  # type: ignore[method-assign,assignment]
     return True
+
+
+def _json_schema(cls: type) -> dict[str, Any]:
+    if cls.__module__.startswith(KEPT_MODULES) and dataclasses.is_dataclass(cls):
+        return kept(cls)
+    return built(cls)

@@ -15,8 +15,9 @@ registry). The module runs twice:
 - ``cluster_lakehouse``: `method: thrift` to a cluster of its own whose Thrift Server's catalog
   is that REST catalog, its workers sharing the tables' files through S3.
 
-The checks read the tables back through pyiceberg on the deployment's own catalog: rows,
-snapshot ids, refs and properties, as a user would look at them.
+The builds and the pinned replay run on four dbt threads (``--threads 4``), the rest on the
+profile's one. The checks read the tables back through pyiceberg on the deployment's own
+catalog: rows, snapshot ids, refs and properties, as a user would look at them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from tests.support import pyiceberg_catalog, run_dbt_process, stop_servers_under
 DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 
 pytestmark = pytest.mark.slow
+THREADS = ("--threads", "4")
 
 
 @dataclass
@@ -158,14 +160,18 @@ def deployment(
     flow.dbt("deps")
     for batch in (1, 2):
         flow.dbt("run-operation", "ingest_batch", "--args", f"{{batch: {batch}}}")
-    flow.outputs["first build"] = flow.dbt("build")
+    # The builds and the replay run on four of dbt's threads, as a team's project does: models
+    # build, commit, share one change read and record their pins side by side.
+    flow.outputs["first build"] = flow.dbt("build", *THREADS)
     time.sleep(1)
     flow.before_batch_3 = utc_now()
     flow.raw_before_batch_3 = {t: flow.current(f"raw.{t}") for t in ("objects", "observations")}
     time.sleep(1)
     flow.dbt("run-operation", "ingest_batch", "--args", "{batch: 3}")
     # On a 40-row upstream `auto` rebuilds (cheaper); the demo forces the incremental side too.
-    flow.outputs["second build"] = flow.dbt("build", "--vars", "{cdf_refresh: incremental}")
+    flow.outputs["second build"] = flow.dbt(
+        "build", *THREADS, "--vars", "{cdf_refresh: incremental}"
+    )
     yield flow
     if request.param in ("cluster", "cluster_spark_sql"):
         # The cluster (and its catalog) is shared: the next deployment starts from nothing.
@@ -176,6 +182,7 @@ def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:
     for build in ("first build", "second build"):
         # 28 models, seeds and data tests, and the unit test of a CDF model's logic.
         assert "PASS=30 WARN=0 ERROR=0" in deployment.outputs[build], build
+        assert "Concurrency: 4 threads" in deployment.outputs[build], build
     assert deployment.count("raw.objects") == 120
     assert deployment.count("analytics.registry") == 120
 
@@ -217,7 +224,7 @@ def test_docs_generate_shows_each_tables_snapshot_and_inputs(deployment: Deploym
 
 def test_pinned_replay_reads_the_inputs_as_they_were(deployment: Deployment) -> None:
     pin = json.dumps({"pin_snapshot": deployment.before_batch_3})
-    deployment.dbt("run", "--target", "replay", "--select", "+registry", "--vars", pin)
+    deployment.dbt("run", *THREADS, "--target", "replay", "--select", "+registry", "--vars", pin)
 
     record = json.loads((deployment.project / "target" / "icetime_pins.json").read_text())
     read = {name: entry["snapshot_id"] for name, entry in record["inputs"].items()}

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from dbt.adapters.icetime.errors import ConfigurationError
-from dbt.adapters.icetime.wap import branch_name, check_results, run_branch
+from dbt.adapters.icetime.wap import BranchRun, branch_name, check_results, run_branch
 
 FINISHED = "2026-04-21T06:00:00.000000Z"
 FINISHED_MS = 1776751200000
@@ -67,3 +69,63 @@ def test_branch_names(bad: Any) -> None:
     assert branch_name("audit_1") == "audit_1"
     assert run_branch({}) is None
     assert run_branch({"wap_branch": "audit_1"}) == "audit_1"
+
+
+class _Config(dict[str, Any]):
+    materialized = "view"  # no table to prepare: the node only sets and resets the branch
+
+
+def _branch_run(one_session: bool) -> tuple[BranchRun, list[str]]:
+    statements: list[str] = []
+    services = SimpleNamespace(
+        reader=None, execute=statements.append, catalog="icetime", project_root="."
+    )
+    return BranchRun(services, "audit", one_session=one_session), statements  # type: ignore[arg-type]
+
+
+def _view(name: str) -> Any:
+    return SimpleNamespace(name=name, resource_type="model", config=_Config())
+
+
+def _second_node(run: BranchRun) -> tuple[threading.Thread, threading.Event]:
+    """Another dbt thread's node: its before_model, then (once it got there) its after_model."""
+    started = threading.Event()
+
+    def node() -> None:
+        run.before_model(_view("b"), "")
+        started.set()
+        run.after_model(None)
+
+    thread = threading.Thread(target=node)
+    thread.start()
+    return thread, started
+
+
+def test_in_process_the_nodes_of_a_branch_run_take_turns() -> None:
+    """One Spark session serves every thread: a node's branch setting holds until its
+    after_model, and another thread's node waits for it."""
+    run, statements = _branch_run(one_session=True)
+    run.before_model(_view("a"), "")
+    thread, started = _second_node(run)
+    assert not started.wait(0.3)
+    run.after_model(None)
+    assert started.wait(10)
+    thread.join(10)
+    assert statements == ["set spark.wap.branch = audit", "reset spark.wap.branch"] * 2
+    # A node whose after_model never came (dbt skips post_model_hook when pre_model_hook
+    # raised) leaves its thread the turn: the thread's next node takes it, no deadlock.
+    run.before_model(_view("c"), "")
+    run.before_model(_view("d"), "")
+    run.after_model(None)
+    thread, started = _second_node(run)
+    assert started.wait(10)
+    thread.join(10)
+
+
+def test_through_a_server_each_thread_has_its_own_session() -> None:
+    run, _ = _branch_run(one_session=False)
+    run.before_model(_view("a"), "")
+    thread, started = _second_node(run)
+    assert started.wait(10)
+    thread.join(10)
+    run.after_model(None)

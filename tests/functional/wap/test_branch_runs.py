@@ -152,3 +152,59 @@ class TestBranchFromProjectVars(PackageProject):
             (1, "a"),
             (2, "b"),
         ]
+
+
+# Four table models and four incremental ones over one source, none depending on another: a
+# run on four threads builds up to four at once.
+PARALLEL = 4
+PARALLEL_MODELS = {
+    "sources.yml": raw_sources("events"),
+    **{
+        f"wide_{i}.sql": f"{{{{ config(materialized='table') }}}}\n"
+        f"select id, v, {i} as model from {{{{ source('raw', 'events') }}}}"
+        for i in range(PARALLEL)
+    },
+    **{
+        f"keyed_{i}.sql": f"{{{{ config(materialized='incremental', unique_key='id') }}}}\n"
+        f"select id, v, {i} as model from {{{{ source('raw', 'events') }}}}"
+        for i in range(PARALLEL)
+    },
+}
+
+
+class TestBranchRunOnThreads(PackageProject):
+    """A branch run on several of dbt's threads in one Spark session (``server: false``): each
+    model writes into the branch, and main moves for none of them."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return PARALLEL_MODELS
+
+    def test_no_model_writes_main(self, project: Any) -> None:
+        install_package(project)
+        sql(project, "create table {s}.events (id bigint, v string) using iceberg")
+        sql(project, "insert into {s}.events values (1, 'a'), (2, 'b')")
+        run_dbt(["run", "--threads", "4"])
+        names = [name.removesuffix(".sql") for name in PARALLEL_MODELS if name.endswith(".sql")]
+        main = {name: snapshots(project, name) for name in names}
+        for batch in (3, 4):
+            sql(project, f"insert into {{s}}.events values ({batch}, 'c')")
+            run_dbt(["run", "--threads", "4", *WAP])
+            assert {name: snapshots(project, name) for name in names} == main, batch
+            for name in names:
+                branch = f"select count(*) from {{s}}.{name} version as of 'audit'"
+                assert rows(project, branch) == [(batch,)], (name, batch)
+                assert rows(project, f"select count(*) from {{s}}.{name}") == [(2,)], name
+        # A node refused before it builds gives its turn back: the others build, the run ends.
+        write_file(
+            "{{ config(materialized='incremental', incremental_strategy='cdf', "
+            "unique_key='id') }}\nselect id, v from {{ source('raw', 'events') }}",
+            project.project_root,
+            "models",
+            "feed.sql",
+        )
+        sql(project, "insert into {s}.events values (5, 'c')")
+        output = run_failing(["run", "--threads", "4", *WAP])
+        assert "CDF model feed cannot be built in a wap_branch run" in output, output
+        assert "ERROR=1 " in output and f"PASS={len(names)} " in output, output
+        assert {name: snapshots(project, name) for name in names} == main

@@ -19,6 +19,7 @@ holds the few steps that join two of them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -115,7 +116,11 @@ class Invocation:
         self.guard = ProtectedTargets(
             self.services, self.pins, protected=creds.protected, exists=host.exists
         )
-        branch_run = [] if self.branch is None else [wap.BranchRun(self.services, self.branch)]
+        branch_run = (
+            []
+            if self.branch is None
+            else [wap.BranchRun(self.services, self.branch, one_session=creds.in_process)]
+        )
         self.hooks: Sequence[Hook] = (
             IcebergDefaults(),
             *branch_run,
@@ -178,8 +183,16 @@ class Invocation:
         must know."""
         this = self.host.this(node)
         written: list[TableName] = []
-        for hook in self.hooks:
-            written += hook.before_model(node, this)
+        try:
+            for hook in self.hooks:
+                written += hook.before_model(node, this)
+        except BaseException:
+            # dbt calls post_model_hook only after a pre_model_hook that returned: the node
+            # failed here, and every hook is done with it (a branch run's setting and turn).
+            # The node's own error is the one dbt reports.
+            with contextlib.suppress(Exception):
+                self.after_model(node)
+            raise
         return written
 
     def model_finished(self, unique_id: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ SESSION_SETTING = "spark.wap.branch"
 WAP_ENABLED = "write.wap.enabled"
 BRANCHED = ("table", "incremental")
 PASSED = ("pass", "success")
+# The in-process Spark session's turn: its branch setting is every thread's (BranchRun).
+ONE_SESSION = threading.Lock()
 
 
 def branch_name(value: Any) -> str:
@@ -66,18 +69,34 @@ def refuse_unbranchable(
 
 class BranchRun(Hook):
     """A branch run's part in an invocation: each table model's writes routed into the branch
-    before it builds, and the session's branch setting reset after."""
+    before it builds, and the session's branch setting reset after.
 
-    def __init__(self, services: Services, branch: str) -> None:
+    Through a Spark server (the warm one, or thrift) each dbt thread has a session of its own.
+    In process (``server: false``) one session serves every thread, and the setting of one
+    node would route another's reads and writes, or its reset send them to main: there the
+    nodes of a branch run take turns, one at a time from ``before_model`` to ``after_model``.
+    """
+
+    def __init__(self, services: Services, branch: str, one_session: bool) -> None:
         self.branches = Branches(services)
         self.branch = branch
+        self.one_session = one_session
+        self._turn = threading.local()  # .held: this thread holds ONE_SESSION
 
     def before_model(self, node: Any, this: str) -> list[TableName]:
+        if self.one_session and not getattr(self._turn, "held", False):
+            ONE_SESSION.acquire()
+            self._turn.held = True
         written = self.branches.before_model(node, self.branch)
         return [] if written is None else [written]
 
     def after_model(self, node: Any | None) -> None:
-        self.branches.after_model()
+        try:
+            self.branches.after_model()
+        finally:
+            if getattr(self._turn, "held", False):
+                self._turn.held = False
+                ONE_SESSION.release()
 
 
 class Branches:

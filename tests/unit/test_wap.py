@@ -112,6 +112,10 @@ def test_in_process_the_nodes_of_a_branch_run_take_turns() -> None:
     assert started.wait(10)
     thread.join(10)
     assert statements == ["set spark.wap.branch = audit", "reset spark.wap.branch"] * 2
+    # A thread whose node never set the branch (a hook before this one refused it) resets
+    # nothing: the session's setting may be another thread's node's.
+    run.after_model(None)
+    assert len(statements) == 4
     # A node whose after_model never came (dbt skips post_model_hook when pre_model_hook
     # raised) leaves its thread the turn: the thread's next node takes it, no deadlock.
     run.before_model(_view("c"), "")

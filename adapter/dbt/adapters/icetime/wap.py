@@ -91,10 +91,13 @@ class BranchRun(Hook):
         return [] if written is None else [written]
 
     def after_model(self, node: Any | None) -> None:
+        held = getattr(self._turn, "held", False)
+        if self.one_session and not held:
+            return  # this thread set nothing (a hook before this one refused the node)
         try:
             self.branches.after_model()
         finally:
-            if getattr(self._turn, "held", False):
+            if held:
                 self._turn.held = False
                 ONE_SESSION.release()
 

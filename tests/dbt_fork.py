@@ -17,12 +17,14 @@ interpreter.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import traceback
+from multiprocessing import forkserver
 from multiprocessing.context import ForkServerContext
 from pathlib import Path
 
@@ -47,6 +49,8 @@ PRELOAD = (
 )
 
 _context: ForkServerContext | None = None
+# The directory that holds the ``tests`` package.
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _forkserver() -> ForkServerContext:
@@ -55,6 +59,12 @@ def _forkserver() -> ForkServerContext:
         context = multiprocessing.get_context("forkserver")
         assert isinstance(context, ForkServerContext)
         context.set_forkserver_preload(list(PRELOAD))
+        # Python 3.11's server ignores the test process's sys.path: its own starts with the
+        # directory it starts in. Started from a test's dbt project (the fixture's working
+        # directory), it could not import ``tests.dbt_fork`` and no child started (a module run
+        # alone failed so; in the full suite an earlier test had started it). It starts here.
+        with contextlib.chdir(ROOT):
+            forkserver.ensure_running()
         _context = context
     return _context
 

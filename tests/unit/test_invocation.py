@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from dbt.adapters.icetime.hooks import Hook, InputRead
 from dbt.adapters.icetime.invocation import Invocation
 from dbt.adapters.icetime.metadata import TableName
@@ -88,3 +90,32 @@ def test_the_first_reason_leaves_a_model_alone_and_every_hook_is_told() -> None:
     log.clear()
     assert invocation(Recorder("a", log)).leaves_alone("m") is None
     assert log == ["a.leaves_alone(c.s.m)"]
+
+
+class Refuses(Recorder):
+    def before_model(self, node: Any, this: str) -> list[TableName]:
+        self.log.append(f"{self.name}.before_model")
+        raise ValueError(f"{node} refused")
+
+
+class FailsAfter(Recorder):
+    def after_model(self, node: Any | None) -> None:
+        self.log.append(f"{self.name}.after_model({node})")
+        raise RuntimeError("cannot reset")
+
+
+def test_a_node_a_hook_refuses_gets_every_hooks_after_model_and_keeps_its_error() -> None:
+    """dbt calls post_model_hook only after a pre_model_hook that returned: a node refused in
+    before_model is given every hook's after_model there (a branch run's turn is given back),
+    and the refusal, not a failure while cleaning up, is the error dbt reports."""
+    log: list[str] = []
+    run = invocation(Recorder("a", log), Refuses("b", log), FailsAfter("c", log))
+    with pytest.raises(ValueError, match="m refused"):
+        run.before_model("m")
+    assert log == [
+        "a.before_model",
+        "b.before_model",
+        "a.after_model(m)",
+        "b.after_model(m)",
+        "c.after_model(m)",
+    ]

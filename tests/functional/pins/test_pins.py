@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from dbt.adapters.icetime.metadata.points import format_ms
 from tests.support import (
@@ -197,6 +197,25 @@ class TestReplay(PinProject):
         assert {t: e["snapshot_id"] for t, e in replayed.items()} == {
             t: e["snapshot_id"] for t, e in original.items()
         }
+
+    def test_retry_reads_the_failed_runs_pin(
+        self, project: Any, commits: list[tuple[int, int]]
+    ) -> None:
+        """`dbt retry` runs what failed with the failed command's vars: at its pin, recorded."""
+        first = commits[0][0]
+        model = Path(project.project_root) / "models" / "count_events.sql"
+        good = model.read_text()
+        write_file(good.replace("count(*)", "count(no_such_column)"), str(model))
+        run_pinned(first, "count_events", "downstream", expect_pass=False)
+        write_file(good, str(model))
+        sql(project, "insert into {s}.events values (6, 'f')")  # after the failed run
+        results = run_dbt(["retry"])
+        assert sorted(r.node.name for r in results) == ["count_events", "downstream"]
+        assert sql(project, "select n, max_id from {s}.count_events", "one") == (2, 2)
+        assert sql(project, "select n from {s}.downstream", "one") == (2,)
+        pins = read_pins(project)
+        assert pins["requested"] == first
+        assert pins["inputs"][f"icetime.{project.test_schema}.events"]["snapshot_id"] == first
 
 
 class TestRunConsistency(PinProject):

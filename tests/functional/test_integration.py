@@ -389,6 +389,30 @@ def test_object_history_has_every_commit_with_its_time(deployment: Deployment) -
     assert versions[2][2] is None
 
 
+# Changes of over 256 rows to both raw tables in three commits, for the test below.
+BULK_CHANGES = """
+{% macro bulk_changes() %}
+  {%- set raw = target.database ~ '.' ~ var('raw_schema') -%}
+  {% call statement('copies') %}
+    insert into {{ raw }}.objects
+    select object_id + 100000 * r.id, object_name, object_type, operator, orbit_class,
+      launched_on, status, updated_at
+    from {{ raw }}.objects cross join range(1, 4) as r(id) where object_id < 100000
+  {% endcall %}
+  {% call statement('decays') %}
+    update {{ raw }}.objects set status = 'decayed', updated_at = updated_at + interval 1 hour
+    where object_id > 100000 and object_id % 7 = 0 and status = 'active'
+  {% endcall %}
+  {% call statement('observations') %}
+    insert into {{ raw }}.observations
+    select observation_id + 1000000000 * r.id, object_id + 100000 * r.id, observed_at,
+      altitude_km, inclination_deg, sensor
+    from {{ raw }}.observations cross join range(1, 4) as r(id) where object_id < 100000
+  {% endcall %}
+{% endmacro %}
+"""
+
+
 def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment) -> None:
     """Over 256 changed rows cannot be written into the SQL: on a filesystem they are staged as
     a file beside the target; with the tables in S3, the embedded session stages them in
@@ -396,13 +420,15 @@ def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment
     commits as whole snapshots. Each way the CDF models equal their rebuild."""
     if deployment.name not in ("lakehouse", "cluster_lakehouse"):
         pytest.skip("object storage only: the other deployments stage beside the target")
+    # Three commits (the registry holds at least batches 1 to 3, 120 objects): three copies of
+    # every object under new ids, then a seventh of the copies decayed, then three copies of
+    # every observation for them: both upstreams' change sets are over 256 rows. (Seven more
+    # batches, 21 commits, had the cluster read 42 whole snapshots: 94 s of `dbt build`.)
     macros = deployment.project / "macros" / "bulk.sql"
-    macros.write_text(
-        "{% macro ingest_batches(first, last) %}"
-        "{% for batch in range(first, last + 1) %}{% do ingest_batch(batch) %}{% endfor %}"
-        "{% endmacro %}"
-    )
-    deployment.dbt("run-operation", "ingest_batches", "--args", "{first: 10, last: 16}")
+    macros.write_text(BULK_CHANGES)
+    before = deployment.count("raw.objects")
+    deployment.dbt("run-operation", "bulk_changes")
+    assert before >= 120 and deployment.count("raw.objects") == 4 * before
     models = ("active_objects", "orbit_counts", "object_changes", "tracked_observations")
     output = deployment.dbt(
         "build",

@@ -423,7 +423,7 @@ def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment
     # Three commits (the registry holds at least batches 1 to 3, 120 objects): three copies of
     # every object under new ids, then a seventh of the copies decayed, then three copies of
     # every observation for them: both upstreams' change sets are over 256 rows. (Seven more
-    # batches, 21 commits, had the cluster read 42 whole snapshots: 94 s of `dbt build`.)
+    # batches, 21 commits, each read as whole snapshots on the cluster: 94 s of `dbt build`.)
     macros = deployment.project / "macros" / "bulk.sql"
     macros.write_text(BULK_CHANGES)
     before = deployment.count("raw.objects")

@@ -152,9 +152,9 @@ def create(root: Path, orders: int) -> None:
 
 def change(root: Path, orders: int, what: str, share: float) -> None:
     table = f"icetime.{SCHEMA}"
-    changed_orders = 1 if what == ONE_ORDER else max(1, int(orders * share))
+    changed_orders = max(1, int(orders * share))
     statements = []
-    if what in ("orders", "both", ONE_ORDER):
+    if what in ("orders", "both"):
         statements.append(
             f"merge into {table}.orders t using (select id as order_id from "
             f"range({orders - changed_orders}, {orders})) c on t.order_id = c.order_id "
@@ -297,7 +297,7 @@ def main() -> None:
     # (no data read, no commit) and after one order (the whole path, on one row).
     for round_ in range(args.rounds):
         points += build(root, NOTHING, 0.0, both, round_)
-        change(root, args.orders, ONE_ORDER, 0.0)
+        change(root, args.orders, "orders", 1 / args.orders)
         points += build(root, ONE_ORDER, 0.0, both, round_)
     for share in shares:
         if share == 0.001:

@@ -207,6 +207,7 @@ class TestReplay(PinProject):
         good = model.read_text()
         write_file(good.replace("count(*)", "count(no_such_column)"), str(model))
         run_pinned(first, "count_events", "downstream", expect_pass=False)
+        failed_run = read_pins(project)["invocation_id"]
         write_file(good, str(model))
         sql(project, "insert into {s}.events values (6, 'f')")  # after the failed run
         results = run_dbt(["retry"])
@@ -214,6 +215,7 @@ class TestReplay(PinProject):
         assert sql(project, "select n, max_id from {s}.count_events", "one") == (2, 2)
         assert sql(project, "select n from {s}.downstream", "one") == (2,)
         pins = read_pins(project)
+        assert pins["invocation_id"] != failed_run  # the retry's own record
         assert pins["requested"] == first
         assert pins["inputs"][f"icetime.{project.test_schema}.events"]["snapshot_id"] == first
 

@@ -1,18 +1,27 @@
 """Where a run's keys lie (changes/keys.py: few_key_bound for a joins run's affected keys,
 touched_keys for an SCD snapshot's), their SQL run on SQLite (through sqlglot) against the keys
-a test gives it."""
+a test gives it; and arrow_key_bound, the same bound computed from staged change rows, against
+few_key_bound on random keys."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import sqlglot
 
 from dbt.adapters.icetime.changes import keys as key_module
-from dbt.adapters.icetime.changes.keys import KeyBound, few_key_bound, touched_keys
+from dbt.adapters.icetime.changes.keys import (
+    KeyBound,
+    arrow_bounds,
+    arrow_key_bound,
+    few_key_bound,
+    touched_keys,
+)
 
 RANGES, VALUES = 3, 5
 
@@ -95,3 +104,49 @@ def test_touched_keys_are_exact_up_to_their_limits(monkeypatch: pytest.MonkeyPat
     assert Keys([1, 2, None, 10, 20, 21]).touched() is None
     assert Keys([None]).touched() is None
     assert Keys([]).touched() is None
+
+
+def arrow_bound(values: Sequence[object], kind: pa.DataType, integral: bool) -> KeyBound | None:
+    """arrow_key_bound of the values in two chunks, as a staged column of two upstreams."""
+    half = len(values) // 2
+    chunks = pa.chunked_array([values[:half], values[half:]], type=kind)
+    return Keys.ordered(arrow_key_bound(chunks, integral, RANGES, VALUES))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_bound_of_staged_keys_is_the_servers(seed: int) -> None:
+    # Random keys of every shape the limits meet: a few runs, a few values, too many of
+    # either, repeated keys (both images of an update), nulls, none at all.
+    rng = random.Random(seed)
+    spread = rng.choice([3, 8, 30, 10_000])
+    integers: list[object] = [rng.randrange(-spread, spread) for _ in range(rng.randrange(0, 12))]
+    if rng.random() < 0.2:
+        integers.append(None)
+    for kind in (pa.int64(), pa.int32()):
+        for integral in (True, False):
+            expected = Keys(integers).bound(integral)
+            assert arrow_bound(integers, kind, integral) == expected, (integers, integral)
+    texts = [None if k is None else f"k{k}" for k in integers]
+    assert arrow_bound(texts, pa.string(), False) == Keys(texts).bound(integral=False)
+    assert arrow_bound(texts, pa.large_string(), False) == Keys(texts).bound(integral=False)
+
+
+def test_the_bound_of_staged_keys_at_the_extremes() -> None:
+    assert arrow_bound([], pa.int64(), True) is None
+    assert arrow_bound([7], pa.int64(), True) == KeyBound(values=("7",))
+    extremes = [-(2**63), 2**63 - 1, -(2**63) + 1]
+    assert arrow_bound(extremes, pa.int64(), True) == KeyBound(
+        values=(str(2**63 - 1),), ranges=((str(-(2**63)), str(-(2**63) + 1)),)
+    )
+    # Run over a million keys, however many: their least and greatest.
+    many = list(range(0, 2_000_000, 2))
+    assert arrow_bound(many, pa.int64(), True) == KeyBound(ranges=(("0", "1999998"),), exact=False)
+
+
+def test_staged_keys_are_bounded_only_when_ordered_as_spark_orders_them() -> None:
+    for kind in (pa.int8(), pa.int64(), pa.string(), pa.large_string(), pa.decimal128(12, 2)):
+        assert arrow_bounds(kind)
+    assert arrow_bounds(pa.date32())
+    # NaN, timestamps (key_literal has none), unsigned and nested types go to the server.
+    for kind in (pa.float64(), pa.timestamp("us"), pa.uint64(), pa.list_(pa.int64())):
+        assert not arrow_bounds(kind)

@@ -118,6 +118,25 @@ class JoinBase(PackageProject):
         sql(project, "insert into {s}.orders values (100, 4, 1), (101, 9, 2)")
         self.check(project)
 
+        # Only orders change: a read that holds the key, so its change rows are the affected
+        # keys, and their bound comes from the rows the adapter staged, with no query of its
+        # own. The model grouped by region reads its keys through the join: a query finds
+        # their bound.
+        log = Path(logs_dir) / "dbt.log"
+        seen = len(log.read_text())
+        sql(project, "update {s}.orders set amount = amount + 1 where order_id between 20 and 24")
+        self.check(project)
+        ran = log.read_text()[seen:]
+
+        def bound_query(model: str) -> bool:
+            view = f"icetime_cdf__model_test_{model}__affected"
+            return re.search(rf"select _icetime_low\b.*`{view}`", ran) is not None
+
+        assert not bound_query("enriched") and not bound_query("not_eu")
+        assert bound_query("by_region")
+        delete = r"delete from \S+`enriched`\.`branch_icetime_cdf_apply`.* between 20 and 24"
+        assert re.search(delete, ran), "the delete was not bounded by the changed keys"
+
         # Nothing changed: no statement writes the targets.
         before = {name: snapshots(project, name) for name in QUERIES}
         _, output = run_dbt_and_capture(["run"])

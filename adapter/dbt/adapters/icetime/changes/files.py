@@ -263,6 +263,21 @@ class StagedRows:
     rows: str | None = None
     # The file's columns in Spark's types, ``(c0 bigint, ...)``; None: Spark infers them.
     column_list: str | None = None
+    # The inline rows as read (a pyarrow Table, a few rows): see ``column``.
+    inline_table: Any = field(default=None, compare=False, repr=False)
+
+    def column(self, io: Any, index: int) -> Any | None:
+        """Column ``index`` of the staged rows, as a pyarrow array: from the inline rows, or
+        read back from the file with ``io`` (one column of a file this process wrote). None
+        when the rows were not staged."""
+        if self.inline_table is not None:
+            return self.inline_table.column(index)
+        if self.path is None:
+            return None
+        import pyarrow.parquet as pq
+
+        with io.new_input(self.path).open() as stream:
+            return pq.read_table(stream, columns=[self.columns[index]]).column(0)
 
     @property
     def unstaged(self) -> bool:
@@ -278,7 +293,7 @@ def stage(io: Any, directory: str | None, rows: ChangeRows) -> StagedRows:
     names = (*(f"c{i}" for i in range(table.num_columns - 2)), ORD, SIGN)
     inline = inline_rows(table)
     if inline is not None:
-        return StagedRows(names, rows.deletes, rows.net_commits, rows=inline)
+        return StagedRows(names, rows.deletes, rows.net_commits, rows=inline, inline_table=table)
     if directory is None:
         return StagedRows(names, rows.deletes, rows.net_commits)
     import pyarrow.parquet as pq

@@ -108,14 +108,60 @@ def few_key_bound(
     if not found or found[0][5]:  # no key, or a null key: no range holds it
         return None
     listed = _literal_pieces(found) if found[0][2] == len(found) else None
+    return _few(listed, found[0][3], found[0][4], ranges, values)
+
+
+def arrow_key_bound(keys: Any, integral: bool, ranges: int, values: int) -> KeyBound | None:
+    """``few_key_bound`` of the values of a pyarrow array, computed in this process (no Spark
+    job): the same bound for the same values. ``keys`` is of a type ``arrow_bounds`` accepts."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if len(keys) == 0 or keys.null_count:  # no key, or a null key: no range holds it
+        return None
+    ordered = pc.unique(keys).sort()
+    if integral:  # a run ends where the next value is not one more
+        numbers = ordered.to_numpy()
+        ends = np.flatnonzero(numbers[1:] - 1 != numbers[:-1])
+        firsts, lasts = numbers[np.append(0, ends + 1)], numbers[np.append(ends, -1)]
+        few = len(firsts) <= ranges + values
+        found = list(zip(firsts.tolist(), lasts.tolist(), strict=True)) if few else []
+    else:
+        few = len(ordered) <= ranges + values
+        found = [(value, value) for value in ordered.to_pylist()] if few else []
+    listed = _literal_pieces(found) if few else None
+    return _few(listed, ordered[0].as_py(), ordered[-1].as_py(), ranges, values)
+
+
+def arrow_bounds(arrow_type: Any) -> bool:
+    """Whether ``arrow_key_bound`` orders values of this type as Spark does: signed integers,
+    strings (by their UTF-8 bytes), decimals and dates. Not floating point (NaN), timestamps
+    (see key_literal) or nested types."""
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_signed_integer(arrow_type)
+        or pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_decimal(arrow_type)
+        or pa.types.is_date32(arrow_type)
+    )
+
+
+def _few(
+    listed: list[tuple[str, str]] | None, least: Any, greatest: Any, ranges: int, values: int
+) -> KeyBound | None:
+    """The listed pieces when they are at most ``ranges`` ranges and ``values`` values, else
+    the range from the least to the greatest key (not exact); None when a value has no
+    literal."""
     if listed is not None:
         bound = KeyBound.of(listed)
         if len(bound.ranges) <= ranges and len(bound.values) <= values:
             return bound
-    least, greatest = key_literal(found[0][3]), key_literal(found[0][4])
-    if least is None or greatest is None:
+    low, high = key_literal(least), key_literal(greatest)
+    if low is None or high is None:
         return None
-    return KeyBound(ranges=((least, greatest),), exact=False)
+    return KeyBound(ranges=((low, high),), exact=False)
 
 
 def _pieces_sql(column: str, relation: Any, integral: bool) -> str:

@@ -40,7 +40,13 @@ from dbt.adapters.icetime.changes.keyed import (
     duplicate_key_sql,
     recomputed_sql,
 )
-from dbt.adapters.icetime.changes.keys import Fetch, KeyBound, few_key_bound
+from dbt.adapters.icetime.changes.keys import (
+    Fetch,
+    KeyBound,
+    arrow_bounds,
+    arrow_key_bound,
+    few_key_bound,
+)
 from dbt.adapters.icetime.changes.plan import (
     COMPACTION,
     ChangeRange,
@@ -362,9 +368,41 @@ class ChangeRun:
             return None
         fields = self.target_metadata.current_schema.fields
         kind = next((f.type for f in fields if f.name.lower() == key.lower()), None)
-        relation = quote_identifier(self.affected_view)
         integral = kind in ("int", "long")
+        staged = self._staged_keys(integral)
+        if staged is not None:  # the same bound, from the change rows this process staged
+            return arrow_key_bound(staged, integral, BOUND_RANGES, BOUND_VALUES)
+        relation = quote_identifier(self.affected_view)
         return few_key_bound(fetch, relation, key, integral, BOUND_RANGES, BOUND_VALUES)
+
+    def _staged_keys(self, integral: bool) -> Any | None:
+        """The affected keys' first column as one pyarrow array, when every changed read holds
+        the key (``key_sources``: its change rows are the keys) and every row of its changes
+        is in rows this process staged (not a whole snapshot the server reads): a superset
+        of the affected keys' first column (the staged rows before netting), read without a
+        Spark job. None when some keys come from elsewhere, or are of a type whose order is
+        not Spark's (``arrow_bounds``)."""
+        assert self.query is not None
+        import pyarrow as pa
+
+        by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
+        arrays = []
+        for occurrence in self.query.occurrences:
+            upstream = by_key[occurrence.upstream.key]
+            if not _changed(upstream):
+                continue
+            source = self.query.key_sources.get(occurrence.index)
+            column = _staged_column(upstream, source[0]) if source is not None else None
+            if column is None:
+                return None
+            arrays.append(column)
+        types = {a.type for a in arrays}
+        if len(types) != 1:
+            return None
+        (kind,) = types
+        if not arrow_bounds(kind) or pa.types.is_integer(kind) != integral:
+            return None
+        return pa.chunked_array([chunk for a in arrays for chunk in a.chunks], type=kind)
 
     def _affected(self) -> list[str]:
         return [self.affected_view] if self.affected_view is not None else []
@@ -695,6 +733,29 @@ def _touched(upstream: Upstream, feed: Feed) -> Touched:
 
 def _changed(upstream: Upstream) -> bool:
     return upstream.change_range is not None and upstream.change_range.has_changes
+
+
+def _staged_column(upstream: Upstream, name: str) -> Any | None:
+    """Column ``name`` of every change row of the upstream's range (both images, before
+    netting), as a pyarrow array: when all of them are rows this process staged (see
+    ``_pieces``). None when some are read by the server (whole snapshots, a full range, a
+    history's base) or the column is not one of the staged ones."""
+    change_range, feed = upstream.change_range, upstream.feed
+    if change_range is None or change_range.full or upstream.whole or upstream.base is not None:
+        return None
+    if feed is None or not feed.read or feed.plan.whole:
+        return None
+    staged = feed.staged
+    if staged is None:  # no row changed
+        return None
+    names = [f.name.lower() for f in upstream.out.fields]
+    if names.count(name.lower()) != 1:
+        return None
+    try:
+        return staged.column(feed.files.io, names.index(name.lower()))
+    except OSError as exc:  # the server's own read of the keys is as exact
+        logger.debug(f"could not read the staged keys of {upstream.name}: {exc}")
+        return None
 
 
 def _upstream_key(table: TableName) -> tuple[str, str, str]:

@@ -18,7 +18,13 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.changes.keyed import Read, UpstreamColumns
+from dbt.adapters.icetime.changes.keyed import (
+    NULL_SAFE,
+    PLAIN,
+    Read,
+    UpstreamColumns,
+    recomputed_sql,
+)
 from dbt.adapters.icetime.changes.query import JoinQuery, analyze, upstream_tables
 
 ORDERS = UpstreamColumns(
@@ -463,6 +469,23 @@ def test_the_new_rows_read_only_the_affected_rows_of_the_reads_that_hold_the_key
         "from `keys` as icetime_affected where icetime_keyed.`order_id` <=> "
         "icetime_affected.`order_id`)) p on p.order_id = o.order_id"
     )
+
+
+def test_reads_are_restricted_by_a_plain_equality_when_no_key_is_null() -> None:
+    query = shape(
+        f"select o.order_id, c.region from {ORD} o join {CUS} c on o.customer_id = c.customer_id"
+    )
+    restricted = query.restricted_sql("`keys`", PLAIN)
+    assert restricted is not None
+    assert "where icetime_keyed.`order_id` = icetime_affected.`order_id`))" in restricted
+    assert "<=>" not in restricted
+    plain = recomputed_sql("(q)", ["order_id", "day"], ["keys"], None, PLAIN)
+    assert plain.endswith("on rows.`order_id` = wanted.`order_id` and rows.`day` = wanted.`day`")
+    null_safe = recomputed_sql("(q)", ["order_id"], ["keys"], "order_id between 1 and 2")
+    assert null_safe == recomputed_sql(
+        "(q)", ["order_id"], ["keys"], "order_id between 1 and 2", NULL_SAFE
+    )
+    assert null_safe.endswith("on rows.`order_id` <=> wanted.`order_id`")
 
 
 def test_a_read_restricted_keeps_its_name_and_the_rest_of_the_text() -> None:

@@ -134,8 +134,24 @@ class JoinBase(PackageProject):
 
         assert not bound_query("enriched") and not bound_query("not_eu")
         assert bound_query("by_region")
-        delete = r"delete from \S+`enriched`\.`branch_icetime_cdf_apply`.* between 20 and 24"
+        # Bounded by the changed keys, and matched by a plain equality: no affected key is null.
+        delete = (
+            r"delete from \S+`enriched`\.`branch_icetime_cdf_apply`.* between 20 and 24 and "
+            r"exists \(select 1 from \S+ as icetime_affected where icetime_affected\.`order_id` = "
+        )
         assert re.search(delete, ran), "the delete was not bounded by the changed keys"
+
+        # An order with no id: a null key is affected, so there is no bound, and keys are
+        # matched null-safe (the target's null-key row is replaced, not kept beside the new).
+        sql(project, "insert into {s}.orders values (null, 2, 7)")
+        self.check(project)
+        seen = len(log.read_text())
+        sql(project, "update {s}.orders set amount = 8 where order_id is null")
+        self.check(project)
+        assert rows(project, "select amount from {s}.enriched where order_id is null") == [(8,)]
+        ran = log.read_text()[seen:]
+        null_safe = r"delete from \S+`enriched`\.`branch_icetime_cdf_apply` as \S+ where exists"
+        assert re.search(null_safe + r".*`order_id` <=> ", ran), "a null key was not matched"
 
         # Nothing changed: no statement writes the targets.
         before = {name: snapshots(project, name) for name in QUERIES}

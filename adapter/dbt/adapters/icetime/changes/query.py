@@ -47,7 +47,7 @@ from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.changes.keyed import KEYS_ALIAS, Read, UpstreamColumns
+from dbt.adapters.icetime.changes.keyed import KEYS_ALIAS, NULL_SAFE, Read, UpstreamColumns
 from dbt.adapters.icetime.sql import quote_identifier
 
 DIALECT = "spark"
@@ -155,7 +155,7 @@ class JoinQuery:
         body = tree.sql(dialect=DIALECT)
         return f"select distinct {keys} from (\n{body}\n) as {KEYS_ALIAS}"
 
-    def restricted_sql(self, affected: str) -> str | None:
+    def restricted_sql(self, affected: str, equals: str = NULL_SAFE) -> str | None:
         """The model's compiled query (its own text) with each read that holds the key
         (``key_sources``) restricted to the rows whose key is in ``affected`` (a relation of
         the affected keys): the new rows of those keys, without joining every other row first
@@ -168,7 +168,8 @@ class JoinQuery:
         the table references are replaced, each by a filtered read of itself under the same
         alias; every other character of the query is the model's. A reference inside a
         ``with`` query read in several places is restricted only when every place holds the
-        key in the same columns."""
+        key in the same columns. A row's key is matched with ``equals`` (``keyed.PLAIN`` only
+        when no affected key is null)."""
         by_place: dict[int, set[tuple[str, ...] | None]] = {}
         for table, occurrence in zip(upstream_tables(self._tree), self.occurrences, strict=True):
             place = table.this.meta.get("start")
@@ -186,7 +187,8 @@ class JoinQuery:
                 continue
             start, end = span
             match = " and ".join(
-                f"{KEYED_ALIAS}.{quote_identifier(column)} <=> {KEYS_ALIAS}.{quote_identifier(key)}"
+                f"{KEYED_ALIAS}.{quote_identifier(column)} {equals} "
+                f"{KEYS_ALIAS}.{quote_identifier(key)}"
                 for column, key in zip(source, self.key_columns, strict=True)
             )
             read = (

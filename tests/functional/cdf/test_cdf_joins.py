@@ -90,7 +90,8 @@ class JoinBase(PackageProject):
             f"using iceberg {self.layout}",
         )
         values = ", ".join(f"({i}, {i % 5}, {i})" for i in range(40))
-        sql(project, f"insert into {{s}}.orders values {values}")
+        # An order with no id: a null key (see the third run).
+        sql(project, f"insert into {{s}}.orders values {values}, (null, 2, 7)")
         sql(project, "insert into {s}.customers values (0, 'EU'), (1, 'US'), (2, 'EU'), (3, null)")
         first = self.check(project)
         assert {r["cdf_refresh"] for r in first.values()} == {"full"}  # first run: a rebuild
@@ -110,23 +111,31 @@ class JoinBase(PackageProject):
         # The affected keys and new rows it cached are released with its views.
         assert_no_spark_cache("an incremental run")
 
-        # Orders change, a customer appears (her orders join now) and one goes.
+        # Orders change, a customer appears (her orders join now) and one goes. The order with
+        # no id changes: a null key is affected, so there is no bound, and keys are matched
+        # null-safe (the target's null-key row is replaced, not kept beside the new one).
+        log_file = Path(logs_dir) / "dbt.log"
+        seen = len(log_file.read_text())
         sql(project, "insert into {s}.customers values (4, 'EU')")
         sql(project, "delete from {s}.customers where customer_id = 1")
         sql(project, "update {s}.orders set amount = amount + 100 where order_id < 6")
+        sql(project, "update {s}.orders set amount = 8 where order_id is null")
         sql(project, "delete from {s}.orders where order_id = 7")
         sql(project, "insert into {s}.orders values (100, 4, 1), (101, 9, 2)")
         self.check(project)
+        assert rows(project, "select amount from {s}.enriched where order_id is null") == [(8,)]
+        ran = log_file.read_text()[seen:]
+        null_safe = r"delete from \S+`enriched`\.`branch_icetime_cdf_apply` as \S+ where exists"
+        assert re.search(null_safe + r".*`order_id` <=> ", ran), "a null key was not matched"
 
         # Only orders change: a read that holds the key, so its change rows are the affected
         # keys, and their bound comes from the rows the adapter staged, with no query of its
         # own. The model grouped by region reads its keys through the join: a query finds
         # their bound.
-        log = Path(logs_dir) / "dbt.log"
-        seen = len(log.read_text())
+        seen = len(log_file.read_text())
         sql(project, "update {s}.orders set amount = amount + 1 where order_id between 20 and 24")
         self.check(project)
-        ran = log.read_text()[seen:]
+        ran = log_file.read_text()[seen:]
 
         def bound_query(model: str) -> bool:
             view = f"icetime_cdf__model_test_{model}__affected"
@@ -140,18 +149,6 @@ class JoinBase(PackageProject):
             r"exists \(select 1 from \S+ as icetime_affected where icetime_affected\.`order_id` = "
         )
         assert re.search(delete, ran), "the delete was not bounded by the changed keys"
-
-        # An order with no id: a null key is affected, so there is no bound, and keys are
-        # matched null-safe (the target's null-key row is replaced, not kept beside the new).
-        sql(project, "insert into {s}.orders values (null, 2, 7)")
-        self.check(project)
-        seen = len(log.read_text())
-        sql(project, "update {s}.orders set amount = 8 where order_id is null")
-        self.check(project)
-        assert rows(project, "select amount from {s}.enriched where order_id is null") == [(8,)]
-        ran = log.read_text()[seen:]
-        null_safe = r"delete from \S+`enriched`\.`branch_icetime_cdf_apply` as \S+ where exists"
-        assert re.search(null_safe + r".*`order_id` <=> ", ran), "a null key was not matched"
 
         # Nothing changed: no statement writes the targets.
         before = {name: snapshots(project, name) for name in QUERIES}

@@ -266,14 +266,12 @@ class StagedRows:
     # The inline rows as read (a pyarrow Table, a few rows): see ``column``.
     inline_table: Any = field(default=None, compare=False, repr=False)
 
-    def column(self, io: Any, index: int) -> Any | None:
+    def column(self, io: Any, index: int) -> Any:
         """Column ``index`` of the staged rows, as a pyarrow array: from the inline rows, or
-        read back from the file with ``io`` (one column of a file this process wrote). None
-        when the rows were not staged."""
+        read back from the file with ``io`` (one column of a file this process wrote)."""
         if self.inline_table is not None:
             return self.inline_table.column(index)
-        if self.path is None:
-            return None
+        assert self.path is not None, "the rows were not staged"
         import pyarrow.parquet as pq
 
         with io.new_input(self.path).open() as stream:

@@ -32,7 +32,7 @@ from dbt.adapters.icetime.changes.cost import (
     Estimate,
 )
 from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feed, Feeds
-from dbt.adapters.icetime.changes.files import Touched
+from dbt.adapters.icetime.changes.files import StagedRows, Touched
 from dbt.adapters.icetime.changes.keyed import (
     KEYS_ALIAS,
     NULL_SAFE,
@@ -124,6 +124,9 @@ class Upstream:
     view_created: bool = False
     # A history's base: the snapshot whose rows are read whole as ordinal 0.
     base: Commit | None = None
+    # Every change row of its range, when all of them are rows this process staged (set by
+    # ChangeRun._pieces; None when the server reads some: whole snapshots, a full range).
+    staged: StagedRows | None = None
 
     @property
     def table_sql(self) -> str:
@@ -394,16 +397,20 @@ class ChangeRun:
         import pyarrow as pa
 
         by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
-        arrays = []
+        columns: dict[tuple[str, str], Any] = {}  # a table read twice on one column: once
         for occurrence in self.query.occurrences:
             upstream = by_key[occurrence.upstream.key]
             if not _changed(upstream):
                 continue
             source = self.query.key_sources.get(occurrence.index)
-            column = _staged_column(upstream, source[0]) if source is not None else None
-            if column is None:
+            if source is None:
                 return None
-            arrays.append(column)
+            read = (upstream.name, source[0].lower())
+            if read not in columns:
+                columns[read] = _staged_column(upstream, source[0])
+            if columns[read] is None:
+                return None
+        arrays = list(columns.values())
         types = {a.type for a in arrays}
         if len(types) != 1:
             return None
@@ -568,6 +575,7 @@ class ChangeRun:
         )
 
     def _sql(self, upstream: Upstream) -> str:
+        upstream.staged = None  # set again by _pieces when its rows are all staged
         change_range = upstream.change_range
         assert change_range is not None
         meta = upstream.metadata
@@ -633,6 +641,8 @@ class ChangeRun:
             pieces.append(staged_read(staged, upstream.out, relation))
         elif staged is not None:
             pieces.append(staged_read(staged, upstream.out))
+        if not feed.plan.whole and upstream.base is None:
+            upstream.staged = staged
         if feed.users[0] != self.node_id:  # another model's read (Feeds logs the reuse)
             self.shared = True
             return pieces + whole.pieces(feed.plan.whole)
@@ -745,16 +755,11 @@ def _changed(upstream: Upstream) -> bool:
 
 def _staged_column(upstream: Upstream, name: str) -> Any | None:
     """Column ``name`` of every change row of the upstream's range (both images, before
-    netting), as a pyarrow array: when all of them are rows this process staged (see
-    ``_pieces``). None when some are read by the server (whole snapshots, a full range, a
-    history's base) or the column is not one of the staged ones."""
-    change_range, feed = upstream.change_range, upstream.feed
-    if change_range is None or change_range.full or upstream.whole or upstream.base is not None:
-        return None
-    if feed is None or not feed.read or feed.plan.whole:
-        return None
-    staged = feed.staged
-    if staged is None:  # no row changed
+    netting), as a pyarrow array, when all of them are rows this process staged
+    (``Upstream.staged``). None when the server reads some, or the column is not one of the
+    staged ones."""
+    staged, feed = upstream.staged, upstream.feed
+    if staged is None or feed is None:
         return None
     names = [f.name.lower() for f in upstream.out.fields]
     if names.count(name.lower()) != 1:

@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
-# The README's test command: set up (including PostgreSQL for the PostgreSQL-catalog tests),
-# lint, type-check, then run the whole test suite. Extra arguments go to pytest.
+# The README's test command: set up (PostgreSQL included, for the tests that start one), lint,
+# type-check, then run a tier of the test suite (docs/testing.md).
+#
+#   ./scripts/test.sh [PYTEST ARGS]        the pull-request tier: every test on the default
+#                                          deployment, each other deployment's own tests and
+#                                          a short pass on it, property tests at short budgets
+#   ./scripts/test.sh --all [PYTEST ARGS]  every deployment: the default at full budgets, then
+#                                          the portable tests on each other deployment in turn
+#
+# Each lane's pytest writes its JUnit report (every test's duration) to .test-results/LANE.xml,
+# and its time and exit status to .test-results/lanes.tsv. Extra arguments go to every pytest.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+all=false
+if [ "${1:-}" = "--all" ]; then
+  all=true
+  shift
+fi
 "$root/scripts/bootstrap.sh" --with-postgres
 export PATH="$root/.venv/bin:$PATH"
 cd "$root"
@@ -15,6 +29,36 @@ archive=$!
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy
 wait "$archive" || true  # if it failed, the test run tries once more, then starts without it
-echo "== pytest"
-# Parallel workers (each with its own Spark session and catalog); see tests/conftest.py.
-exec pytest -n "${ICETIME_TEST_WORKERS:-3}" --dist loadscope "$@"
+
+results="$root/.test-results"
+mkdir -p "$results"
+: > "$results/lanes.tsv"
+
+# One pytest run: parallel workers (each with its own Spark session and catalog; see
+# tests/conftest.py), its report and its line in lanes.tsv. Returns pytest's status.
+lane() {
+  local name=$1 started status=0
+  shift
+  echo "== pytest: $name ($*)"
+  started=$(date +%s)
+  pytest -n "${ICETIME_TEST_WORKERS:-3}" --dist loadscope --durations=25 \
+    --junitxml="$results/$name.xml" "$@" || status=$?
+  printf '%s\t%s\t%s\n' "$name" "$(($(date +%s) - started))" "$status" >> "$results/lanes.tsv"
+  return "$status"
+}
+
+if ! $all; then
+  lane pr --tier pr "$@"
+  exit
+fi
+
+failed=()
+for deployment in session server rest postgres cluster cluster_rest; do
+  lane "$deployment" --deployment "$deployment" --tier all "$@" || failed+=("$deployment")
+done
+echo "== lanes (seconds, pytest's exit status)"
+awk -F"\t" '{ printf "%-14s %6s s  exit %s\n", $1, $2, $3 }' "$results/lanes.tsv"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed: ${failed[*]}"
+  exit 1
+fi

@@ -5,17 +5,23 @@ worker has its own Spark session and catalog. Work is handed out a class (or a m
 test functions) at a time, so tests that share a class-scoped project run in order on one
 worker, and every test that uses the Spark cluster runs on one worker, so the cluster starts
 once.
+
+``--deployment`` and ``--tier`` choose where the portable tests run and at what budget
+(``tests/deployments.py``); the run's controller starts the deployment's services.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import deployments
 from tests.cluster import Cluster
 from tests.jvm import FAST_START, SMALL_DATA_CONF, driver_options, ensure_archive
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
@@ -30,16 +36,8 @@ CLUSTER_SCOPE = "cluster"
 
 # Parameters that make a scope of their own: the integration module's deployments that are not
 # the shared cluster (the lakehouse cluster is a cluster of its own, started and stopped by its
-# deployment), and the lakehouse lanes of the in-process suites.
-OWN_SCOPE_PARAMS = (
-    "[embedded]",
-    "[lakehouse]",
-    "[cluster_lakehouse]",
-    "[rest_conformance]",
-    "[rest_cdf_property]",
-    "[server_conformance]",
-    "[server_cdf_property]",
-)
+# deployment).
+OWN_SCOPE_PARAMS = ("[embedded]", "[lakehouse]", "[cluster_lakehouse]")
 
 
 def own_scope_param(nodeid: str) -> str | None:
@@ -59,10 +57,6 @@ SLOWEST = (
     "test_integration.py[cluster_lakehouse]",  # the demo through a cluster on REST + S3
     "test_integration.py[embedded]",  # ~270: the demo project end to end
     "test_integration.py[lakehouse]",  # the same on a REST catalog over S3
-    "test_lakehouse_suites.py[rest_cdf_property]",  # ~420 at 4 steps: CDF property on REST
-    "test_lakehouse_suites.py[rest_conformance]",  # ~420: dbt's basic and incremental classes
-    "test_server_suites.py[server_cdf_property]",  # the property test through the warm server
-    "test_server_suites.py[server_conformance]",  # dbt's classes through the warm server
     "test_server.py",  # the warm server's life, security and concurrency
     "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
     "test_soak.py",  # ~120
@@ -92,22 +86,75 @@ def rank(nodeid: str) -> int:
     return next((i for i, slow in enumerate(SLOWEST) if key.endswith(slow)), len(SLOWEST))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Quick-start options for every embedded Spark driver of the run (``tests/jvm.py``).
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("icetime")
+    group.addoption(
+        "--deployment",
+        choices=deployments.NAMES,
+        default=deployments.DEFAULT,
+        help="where the portable tests run (tests/deployments.py); on a deployment other than "
+        f"{deployments.DEFAULT!r} only they run",
+    )
+    group.addoption(
+        "--tier",
+        choices=deployments.TIERS,
+        default="pr",
+        help="pr: the pull-request tier (tests marked tier_all left out, property tests at "
+        "their short budgets); all: everything at full budgets",
+    )
 
-    Set in the environment before the workers start, so their sessions and every dbt process
-    they run inherit it; a test run's controller makes the class-data archive once.
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's deployment, started once, and quick-start options for every embedded Spark
+    driver of the run (``tests/jvm.py``).
+
+    Both reach the workers through the environment, set before they start, so their sessions
+    and every dbt process they run inherit it; a test run's controller makes the class-data
+    archive once.
     """
     if hasattr(config, "workerinput"):
         return  # a worker: the controller set the environment it started with
     options = driver_options(ensure_archive())
     given = os.environ.get("SPARK_SUBMIT_OPTS", "")
     os.environ["SPARK_SUBMIT_OPTS"] = f"{given} {options}".strip()
+    if config.option.collectonly:
+        started = deployments.Started(config.option.deployment)
+    else:
+        base = Path(tempfile.mkdtemp(prefix=f"icetime-{config.option.deployment}-"))
+        started = deployments.start(config.option.deployment, base)
+        config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
+        config.add_cleanup(started.stop)
+    deployments.export(started, config.option.tier)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slowest scopes first (see SLOWEST); the rest in their usual order."""
-    items.sort(key=lambda item: rank(item.nodeid))
+def all_tier_only(item: pytest.Item) -> bool:
+    """Whether ``item`` runs in the all tier only: marked ``tier_all``, unless the mark names
+    the deployment its module's own ``deployment`` parameter takes (``unless_deployment``)."""
+    callspec = getattr(item, "callspec", None)
+    param = callspec.params.get("deployment") if callspec is not None else None
+    return any(
+        param not in mark.kwargs.get("unless_deployment", ())
+        for mark in item.iter_markers("tier_all")
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"icetime: deployment {config.option.deployment}, tier {config.option.tier}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tier's and the deployment's tests, the slowest scopes first (see SLOWEST). Each test
+    left out is reported to pytest as deselected, so its summary counts it: none is skipped."""
+    default = config.option.deployment == deployments.DEFAULT
+    full = config.option.tier == "all"
+    kept, left = [], []
+    for item in items:
+        runs = item.get_closest_marker("portable") is not None or default
+        runs = runs and (full or not all_tier_only(item))
+        (kept if runs else left).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+    items[:] = sorted(kept, key=lambda item: rank(item.nodeid))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -3,7 +3,7 @@
 A full parse of a project spends most of its time parsing the Jinja of the packages' macros:
 dbt's global project, dbt-spark's and icetime's, 590 macros, the same text every time (a forked
 `dbt parse --no-partial-parse` of a two-model project: 2.9-3.6 CPU-s without the caches, 2.4
-with them; docs/testing.md).
+with them; docs/testing.md, "Quick test processes").
 dbt keeps a cache of those parses for test suites (``dbt_common.tests.enable_test_caching``;
 dbt's ``project`` fixture turns it on in the test processes). The fork server
 (``tests/dbt_fork.py``) imports this module once: it turns the cache on and parses the packages'

@@ -8,7 +8,7 @@ the JVM computes:
   threads competing with the other workers for the machine's two cores);
 - a dynamic class-data-sharing archive (JDK 13+): Spark's classes as a start left them, mapped
   from one file instead of read, verified and linked from the jars again. A `dbt` command on
-  the demo project ends 2.2-3.2 s sooner with it (measured in ``docs/testing.md``).
+  the demo project ends 2.2-3.2 s sooner with it (docs/testing.md, "Quick test processes").
 
 The archive is made once per machine by ``ensure_archive`` (``scripts/test.sh`` calls it while
 the linters run, a test run's controller before any worker starts if there is none yet) and
@@ -31,9 +31,9 @@ FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
 # Spark settings for the tests' tables, which hold a few rows: one partition, no adaptive
 # re-planning, and expressions interpreted rather than compiled to Java and run through Janino.
 # The answers are the same (Spark's own tests run both ways); the CPU is not: a CDF test
-# module took 134 CPU-s with these and 185 without (docs/testing.md). Test profiles and the
-# test clusters use them; the demo project's own profile (the integration module's embedded
-# deployment) and the benchmarks run Spark as a user's project does.
+# module took 134 CPU-s with these and 185 without (docs/testing.md, "Quick test processes").
+# Test profiles and the test clusters use them; the demo project's own profile (the integration
+# module's embedded deployment) and the benchmarks run Spark as a user's project does.
 SMALL_DATA_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "1",

@@ -35,6 +35,7 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
 )
 from tests import dbt_fork
+from tests.deployments import PROFILE_ENV
 from tests.jvm import SMALL_DATA_CONF
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,13 +44,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # -- dbt projects and processes ----------------------------------------------------------------
 
 DBT = str(Path(sys.executable).with_name("dbt"))
-# The catalog keys (JSON) that replace the zero-config catalog in ``profile_target``: set for a
-# run of the in-process suites on another catalog (test_lakehouse.py's REST lane).
-CATALOG_ENV = "ICETIME_TEST_CATALOG"
-# Set to 1 for a run of in-process suites through the warm local server (test_server_suites.py):
-# profile_target then leaves `server` at true, as a user's profile does; otherwise the suites run
-# Spark in their own process (`server: false`), one session per test worker.
-SERVER_ENV = "ICETIME_TEST_SERVER"
 
 
 @dataclass
@@ -132,23 +126,6 @@ def python(code: str, *args: str) -> str:
 HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
 
 
-def run_suite_lane(files: tuple[str, ...], env: dict[str, str], base: Path) -> None:
-    """Run in-process test ``files`` whole, in a pytest process of their own with ``env`` added
-    (another catalog, or the warm server), and check every test of them passed there."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    environment.update(env)
-    command = [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q"]
-    command += ["-o", "addopts=", f"--basetemp={base}", *files]
-    done = subprocess.run(
-        command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=1500
-    )
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
-    # Every test of the lane ran there (none skipped or deselected).
-    assert "skipped" not in summary and "deselected" not in summary, summary
-
-
 def stop_servers_under(root: Path) -> list[str]:
     """Stop the warm servers of every icetime directory under ``root``; what was done."""
     from dbt.adapters.icetime.server import control
@@ -205,14 +182,15 @@ def run_dbt_here(project: Path, *args: str) -> DbtResult:
 
 
 def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
-    """The zero-config icetime profile, pointed at this process's catalog directory."""
+    """The zero-config icetime profile, pointed at this process's catalog directory, on the
+    run's deployment (Spark in this process unless ``--deployment`` says otherwise)."""
     from dbt.adapters.icetime.embedded import LOG4J_CONFIG
 
     # The JVM's own options come from SPARK_SUBMIT_OPTS (tests/jvm.py, set by conftest.py);
     # these replace only the adapter's default driver options, so its log configuration stays.
     java_options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
-    # A run of in-process suites on another catalog (test_lakehouse.py's REST lane): its keys.
-    catalog = json.loads(os.environ.get(CATALOG_ENV, "{}"))
+    # The run's deployment (tests/deployments.py): `server`, another catalog, a cluster.
+    deployment = json.loads(os.environ.get(PROFILE_ENV, "{}"))
     return {
         "type": "icetime",
         "method": "session",
@@ -222,8 +200,8 @@ def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
         "user": "icetime",
         "threads": 1,
         "spark_conf": {"spark.driver.extraJavaOptions": java_options, **SMALL_DATA_CONF},
-        "server": os.environ.get(SERVER_ENV) == "1",
-        **catalog,
+        "server": False,
+        **deployment,
         **overrides,
     }
 

@@ -17,6 +17,9 @@ from dbt.tests.util import run_dbt
 
 from tests.support import PackageProject, install_package, raw_sources, run_failing, sql
 
+# Runs on every deployment (tests/deployments.py).
+pytestmark = pytest.mark.portable
+
 TTL_FORMS = (
     "positive whole number followed by s (seconds), m (minutes), h (hours), d (days) or w (weeks)"
 )

@@ -17,12 +17,15 @@ import pytest
 import yaml
 
 from tests.cluster import Cluster
+from tests.deployments import budget
 from tests.support import DBT, ROOT, raw_sources, run_dbt_process
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SCHEMA = "reliability"
-ROWS = 600_000
+# The killed worker needs a run long enough to kill a worker in (the all tier); the restart
+# between runs does not.
+ROWS = budget("ICETIME_RELIABILITY_ROWS", pr=60_000, full=600_000)
 # Forced incremental: the runs change a fifth of the rows, where `auto` would rebuild, and the
 # failures here are injected into the incremental path (its change feed and MERGE).
 MODEL = """
@@ -108,6 +111,7 @@ def assert_snapshot_log_whole(cluster: Cluster, table: str) -> None:
     assert walked == ancestors, table
 
 
+@pytest.mark.tier_all
 def test_a_worker_killed_in_the_middle_of_a_cdf_run(cluster: Cluster, project: Path) -> None:
     change(cluster, 1)
     log = project / "logs" / "dbt.log"
@@ -170,6 +174,7 @@ def environment_cleanup(project: Path) -> Iterator[None]:
 CONFLICT_MARKERS = ("CommitFailedException", "commit conflict", "Cannot commit")
 
 
+@pytest.mark.tier_all
 def test_two_dbt_processes_commit_to_one_catalog_at_once(
     cluster: Cluster, project: Path, environment_cleanup: None
 ) -> None:

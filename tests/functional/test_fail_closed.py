@@ -135,7 +135,12 @@ RUN_SQL = """
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("warm_server", [False, True], ids=["in_process", "warm_server"])
+# The warm server's reconnect in the pull-request tier; Spark in each dbt process in the all tier.
+@pytest.mark.parametrize(
+    "warm_server",
+    [pytest.param(False, marks=pytest.mark.tier_all), True],
+    ids=["in_process", "warm_server"],
+)
 def test_an_unreachable_postgres_catalog_stops_runs_and_operations(warm_server: bool) -> None:
     """Each `dbt` process on Spark of its own, then on the project's warm server, whose pooled
     catalog connections the database's stop ends: either way the run stops naming the cause,

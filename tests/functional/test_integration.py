@@ -45,6 +45,10 @@ DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 
 pytestmark = pytest.mark.slow
 THREADS = ("--threads", "4")
+# The pull-request tier runs the whole module on the embedded default, and a short pass on each
+# other deployment: the builds (with their CDF step), the pinned replay and the environment. The
+# rest of the module runs there in the all tier.
+FULL_PASS = pytest.mark.tier_all(unless_deployment=("embedded",))
 
 
 @dataclass
@@ -99,7 +103,7 @@ def utc_now() -> str:
     params=[
         "embedded",
         pytest.param("cluster", marks=pytest.mark.cluster),
-        pytest.param("cluster_spark_sql", marks=pytest.mark.cluster),
+        pytest.param("cluster_spark_sql", marks=[pytest.mark.cluster, pytest.mark.tier_all]),
         pytest.param("lakehouse", marks=pytest.mark.lakehouse),
         pytest.param("cluster_lakehouse", marks=[pytest.mark.cluster, pytest.mark.lakehouse]),
     ],
@@ -209,6 +213,7 @@ def test_cdf_models_apply_only_the_changes_and_equal_a_rebuild(deployment: Deplo
         assert deployment.current(f"analytics.{model}") == before[model], model
 
 
+@FULL_PASS
 def test_docs_generate_shows_each_tables_snapshot_and_inputs(deployment: Deployment) -> None:
     deployment.dbt("docs", "generate")
     catalog = json.loads((deployment.project / "target" / "catalog.json").read_text())
@@ -286,6 +291,7 @@ def test_clone_environment_is_zero_copy_isolated_and_dropped(deployment: Deploym
     assert deployment.rows("raw.objects") == production
 
 
+@FULL_PASS
 def test_history_operations_tag_diff_restore_and_expire(deployment: Deployment) -> None:
     deployment.dbt(
         "run-operation",
@@ -337,6 +343,7 @@ def test_history_operations_tag_diff_restore_and_expire(deployment: Deployment) 
     assert deployment.rows("raw.objects") == good
 
 
+@FULL_PASS
 def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deployment) -> None:
     skip = ("run", "--vars", "{skip_unchanged: true}")
     deployment.dbt(*skip)  # catches up with what the earlier tests changed
@@ -366,6 +373,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     assert "NO-OP=6" in nightly
 
 
+@FULL_PASS
 def test_object_history_has_every_commit_with_its_time(deployment: Deployment) -> None:
     """The history snapshot: every version of object 5 valid from the commit that made it,
     the two changes that landed between two runs included."""
@@ -413,6 +421,7 @@ BULK_CHANGES = """
 """
 
 
+@pytest.mark.tier_all
 def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment) -> None:
     """Over 256 changed rows cannot be written into the SQL: on a filesystem they are staged as
     a file beside the target; with the tables in S3, the embedded session stages them in

@@ -30,6 +30,9 @@ from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnect
 
 from tests.support import pyiceberg_catalog
 
+# Runs on every deployment (tests/deployments.py).
+pytestmark = pytest.mark.portable
+
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
     pass

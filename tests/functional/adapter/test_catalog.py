@@ -7,7 +7,7 @@ from dbt.tests.adapter.catalog.relation_types import CatalogRelationTypes
 
 
 class TestCatalogRelationTypes(CatalogRelationTypes):
-    # Spark has no materialized views (see docs/testing.md): tables and views only.
+    # Spark has no materialized views (see docs/conformance.md): tables and views only.
     @pytest.fixture(scope="class", autouse=True)
     def models(self) -> dict[str, str]:
         return {"my_table.sql": files.MY_TABLE, "my_view.sql": files.MY_VIEW}

@@ -13,6 +13,9 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
 from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
 
+# Runs on every deployment (tests/deployments.py).
+pytestmark = pytest.mark.portable
+
 
 def _typed_dates(sql: str) -> str:
     """'2022-02-01' -> date'2022-02-01': Spark's ANSI store assignment for V2 (Iceberg)

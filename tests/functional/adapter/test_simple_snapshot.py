@@ -27,6 +27,9 @@ from dbt.tests.adapter.simple_snapshot.test_various_configs import (
 )
 from dbt.tests.util import run_sql_with_adapter
 
+# Runs on every deployment (tests/deployments.py).
+pytestmark = pytest.mark.portable
+
 
 class TestSnapshot(BaseSimpleSnapshot):
     pass

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
+from tests.deployments import budget
 from tests.support import PackageProject, install_package, raw_sources, rows, snapshots, sql
 
-RUNS = int(os.environ.get("ICETIME_SKIP_PROPERTY_RUNS", "8"))
+RUNS = budget("ICETIME_SKIP_PROPERTY_RUNS", pr=4, full=8)
 MODELS = {
     "sources.yml": raw_sources("a", "b"),
     "a_view.sql": "{{ config(materialized='view') }}\nselect id, v from {{ source('raw', 'a') }}",

@@ -147,7 +147,9 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
         assert rows(f"select count(*) from ({net}) where n not in (0, 1)") == [(0,)], where
 
 
-# One class per history: each is a scope of its own for the test runner's workers.
+# One class per history: each is a scope of its own for the test runner's workers. The merge
+# history kills a run at each point; the other two, in the all tier, at each point again in the
+# other models.
 class TestKilledMergeRuns:
     def test_killed_runs_then_rerun_equal_full_rebuild(
         self, tmp_path: Path, icetime_home: Path, spark: Any
@@ -155,6 +157,7 @@ class TestKilledMergeRuns:
         killed_runs_then_rerun("merge", tmp_path, icetime_home, spark)
 
 
+@pytest.mark.tier_all
 class TestKilledLogRuns:
     def test_killed_runs_then_rerun_equal_full_rebuild(
         self, tmp_path: Path, icetime_home: Path, spark: Any
@@ -162,6 +165,7 @@ class TestKilledLogRuns:
         killed_runs_then_rerun("log", tmp_path, icetime_home, spark)
 
 
+@pytest.mark.tier_all
 class TestKilledAutoRuns:
     def test_killed_runs_then_rerun_equal_full_rebuild(
         self, tmp_path: Path, icetime_home: Path, spark: Any

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
+from tests.deployments import budget
 from tests.support import (
     COW,
     MOR,
@@ -35,7 +36,7 @@ from tests.support import (
     sql,
 )
 
-STEPS = int(os.environ.get("ICETIME_PROPERTY_STEPS", "6"))
+STEPS = budget("ICETIME_PROPERTY_STEPS", pr=2, full=6)
 SEED = int(os.environ.get("ICETIME_PROPERTY_SEED", "20261127"))
 
 CDF = "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key=%s%s) }}\n"

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt_and_capture
 
+from tests.deployments import budget
 from tests.support import (
     COW,
     SOURCES,
@@ -36,7 +37,10 @@ from tests.support import (
     sql,
 )
 
-STEPS = int(os.environ.get("ICETIME_PROPERTY_STEPS", "8"))
+# Runs on every deployment (tests/deployments.py).
+pytestmark = pytest.mark.portable
+
+STEPS = budget("ICETIME_PROPERTY_STEPS", pr=2, full=8)
 SEED = int(os.environ.get("ICETIME_PROPERTY_SEED", "20261121"))
 
 MERGE_MODEL = """

@@ -20,6 +20,7 @@ import yaml
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
+from tests.deployments import budget
 from tests.functional.snapshots.history import (
     ORDER_COLUMNS,
     expected_versions,
@@ -41,7 +42,10 @@ SCHEMA = "history_faults"
 SOURCES = raw_sources("orders")
 SNAPSHOTS = history_yaml("new_record")
 COLUMNS = ORDER_COLUMNS
-KILLS = [DURING_WRITE, AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE, AFTER_DATA_COMMIT]
+# Each point once (the pull-request tier), then again over a table the kills left behind.
+KILLS = [DURING_WRITE, AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE, AFTER_DATA_COMMIT][
+    : budget("ICETIME_FAULT_KILLS", pr=3, full=5)
+]
 
 
 @pytest.fixture(scope="module")

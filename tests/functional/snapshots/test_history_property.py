@@ -21,6 +21,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.icetime.changes import keys as change_keys
+from tests.deployments import budget
 from tests.functional.snapshots.history import (
     expected_versions,
     fetcher,
@@ -29,7 +30,7 @@ from tests.functional.snapshots.history import (
 )
 from tests.support import COW, MOR, SOURCES, PackageProject, RandomOrders, create_orders, sql
 
-STEPS = int(os.environ.get("ICETIME_PROPERTY_STEPS", "6"))
+STEPS = budget("ICETIME_PROPERTY_STEPS", pr=2, full=6)
 SEED = int(os.environ.get("ICETIME_PROPERTY_SEED", "20261124"))
 COLUMNS = "order_id, status, amount"
 

@@ -29,10 +29,11 @@ from tests.support import profile_target
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
-# Test modules that start or use the Spark standalone cluster: one scope, one worker.
-CLUSTER_MODULES = ("test_integration.py", "test_cluster_reliability.py")
+# Tests that share a worker's service run on one worker, so it starts once: every test through
+# the shared Spark cluster, and every test on the worker's REST catalog over S3 (``lakehouse``).
 CLUSTER_SCOPE = "cluster"
-
+LAKEHOUSE_SCOPE = "lakehouse"
+CLUSTER_MODULES = ("test_integration.py", "test_cluster_reliability.py")
 
 # Parameters that make a scope of their own: the integration module's deployments that are not
 # the shared cluster (the lakehouse cluster is a cluster of its own, started and stopped by its
@@ -44,29 +45,38 @@ def own_scope_param(nodeid: str) -> str | None:
     return next((param for param in OWN_SCOPE_PARAMS if param in nodeid), None)
 
 
-def uses_cluster(nodeid: str) -> bool:
-    """Whether a test runs through the shared cluster (the integration module's other
-    deployments do not: each forms a scope of its own)."""
-    return nodeid.split("::")[0].endswith(CLUSTER_MODULES) and own_scope_param(nodeid) is None
+def shared_scope(nodeid: str) -> str | None:
+    """The scope of a test that uses a worker's shared service, if it does."""
+    path, param = nodeid.split("::")[0], own_scope_param(nodeid)
+    if path.endswith(CLUSTER_MODULES) and param is None:
+        return CLUSTER_SCOPE
+    if path.endswith("test_lakehouse.py") or (
+        path.endswith("test_integration.py") and param == "[lakehouse]"
+    ):
+        return LAKEHOUSE_SCOPE
+    return None
 
 
-# The slowest scopes, longest first (seconds in one process, measured): the workers take them
-# first, and the many short ones fill in after (longest-processing-time-first scheduling).
+# The slowest scopes, longest first (seconds of the pull-request tier, measured): the workers
+# take them first, and the many short ones fill in after (longest-processing-time-first).
 SLOWEST = (
-    CLUSTER_SCOPE,  # ~500: the cluster's start and every test through it
-    "test_integration.py[cluster_lakehouse]",  # the demo through a cluster on REST + S3
-    "test_integration.py[embedded]",  # ~270: the demo project end to end
-    "test_integration.py[lakehouse]",  # the same on a REST catalog over S3
-    "test_server.py",  # the warm server's life, security and concurrency
-    "cdf/test_cdf_faults.py",  # ~640 in three scopes: killed dbt processes, one at a time
-    "test_soak.py",  # ~120
+    LAKEHOUSE_SCOPE,  # ~440: the demo's short pass on REST + S3, and test_lakehouse.py
+    "test_integration.py[embedded]",  # ~360: the demo project end to end
+    "test_integration.py[cluster_lakehouse]",  # ~280: a cluster of its own on REST + S3
+    "test_server.py",  # ~260: the warm server's life, security and concurrency
+    CLUSTER_SCOPE,  # ~200: the cluster's start and the short pass through it
+    "snapshots/test_history_snapshot.py",  # ~220 in six scopes
+    "cdf/test_cdf_faults.py",  # ~120, killed dbt processes (all three histories: ~260)
     "test_fail_closed.py",  # ~130 in three scopes
-    "cdf/test_cdf_property.py",  # ~150 in three scopes
-    "snapshots/test_history_property.py",  # ~200 in two scopes
-    "snapshots/test_history_faults.py",  # ~140, killed dbt processes
-    "snapshots/test_history_snapshot.py",  # ~120 in six scopes
-    "builds/test_skip_unchanged.py",  # ~120, with a killed dbt process
-    "test_postgres_catalog.py",  # ~80
+    "cdf/test_cdf_joins_faults.py",  # ~90
+    "cdf/test_cdf_property.py",  # ~120 in three scopes
+    "cdf/test_cdf_joins_property.py",  # ~110 in two scopes
+    "snapshots/test_history_property.py",  # ~90 in two scopes
+    "snapshots/test_history_faults.py",  # ~60, killed dbt processes
+    "test_lakehouse_faults.py",  # the all tier: ~250
+    "test_soak.py",  # the all tier: ~100
+    "builds/test_skip_unchanged.py",  # ~75, with a killed dbt process
+    "test_postgres_catalog.py",  # ~50
     "clones/test_concurrent_janitors.py",
     "adapter/test_basic.py",
     "cdf/test_cdf_merge.py",
@@ -79,10 +89,9 @@ SLOWEST = (
 
 
 def rank(nodeid: str) -> int:
-    if uses_cluster(nodeid):
-        return 0
+    shared = shared_scope(nodeid)
     path = nodeid.split("::")[0]
-    key = path + (own_scope_param(nodeid) or "")
+    key = shared or path + (own_scope_param(nodeid) or "")
     return next((i for i, slow in enumerate(SLOWEST) if key.endswith(slow)), len(SLOWEST))
 
 
@@ -165,8 +174,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ByScope(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            if uses_cluster(nodeid):
-                return CLUSTER_SCOPE
+            shared = shared_scope(nodeid)
+            if shared is not None:
+                return shared
             scope = str(super()._split_scope(nodeid))
             return scope + (own_scope_param(nodeid) or "")
 
@@ -242,13 +252,15 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lakehouse]:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """PostgreSQL + Spark master + 2 workers + Thrift Server on loopback, for this test run.
+    """PostgreSQL + Spark master + workers + Thrift Server on loopback, for this test run.
 
     Started on first use and stopped (by pid) at the end of the session, even after failures.
     """
     directory = tmp_path_factory.mktemp("cluster")
+    # Two workers where one is killed (the all tier's reliability tests), one otherwise.
+    workers = deployments.budget("ICETIME_CLUSTER_WORKERS", pr=1, full=2)
     started = Cluster(
-        directory, workers=2, java_options=FAST_START, spark_conf=SMALL_DATA_CONF
+        directory, workers=workers, java_options=FAST_START, spark_conf=SMALL_DATA_CONF
     ).start()
     try:
         yield started

@@ -17,15 +17,14 @@ import pytest
 import yaml
 
 from tests.cluster import Cluster
-from tests.deployments import budget
 from tests.support import DBT, ROOT, raw_sources, run_dbt_process
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# The all tier: the pull-request tier restarts the Thrift Server in the integration module's
+# short pass on the cluster.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.tier_all]
 
 SCHEMA = "reliability"
-# The killed worker needs a run long enough to kill a worker in (the all tier); the restart
-# between runs does not.
-ROWS = budget("ICETIME_RELIABILITY_ROWS", pr=60_000, full=600_000)
+ROWS = 600_000
 # Forced incremental: the runs change a fifth of the rows, where `auto` would rebuild, and the
 # failures here are injected into the incremental path (its change feed and MERGE).
 MODEL = """
@@ -111,7 +110,6 @@ def assert_snapshot_log_whole(cluster: Cluster, table: str) -> None:
     assert walked == ancestors, table
 
 
-@pytest.mark.tier_all
 def test_a_worker_killed_in_the_middle_of_a_cdf_run(cluster: Cluster, project: Path) -> None:
     change(cluster, 1)
     log = project / "logs" / "dbt.log"
@@ -174,7 +172,6 @@ def environment_cleanup(project: Path) -> Iterator[None]:
 CONFLICT_MARKERS = ("CommitFailedException", "commit conflict", "Cannot commit")
 
 
-@pytest.mark.tier_all
 def test_two_dbt_processes_commit_to_one_catalog_at_once(
     cluster: Cluster, project: Path, environment_cleanup: None
 ) -> None:

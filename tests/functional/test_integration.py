@@ -5,8 +5,9 @@ registry). The module runs twice:
 
 - ``embedded``: `method: session`, the project's warm local Spark server (every step's dbt
   process connects to it), Iceberg JDBC catalog on SQLite;
-- ``cluster``: `method: thrift` to a Spark Thrift Server on a standalone master with two workers,
-  Iceberg JDBC catalog in PostgreSQL (``tests/cluster.py``), pyiceberg on the same catalog;
+- ``cluster``: `method: thrift` to a Spark Thrift Server on a standalone master with two workers
+  (one in the pull-request tier), Iceberg JDBC catalog in PostgreSQL (``tests/cluster.py``),
+  pyiceberg on the same catalog; its Thrift Server is restarted between the two builds;
 - ``cluster_spark_sql``: the same cluster with `catalog_type: server`: a client that cannot open
   the catalog reads metadata through Spark SQL and table files straight from storage;
 - ``lakehouse``: `method: session` (the warm server) on an Iceberg REST catalog whose files live
@@ -36,6 +37,7 @@ import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
+from tests.deployments import budget
 from tests.jvm import FAST_START, SMALL_DATA_CONF
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.lakehouse import write_profiles as write_lake_profiles
@@ -49,6 +51,7 @@ THREADS = ("--threads", "4")
 # other deployment: the builds (with their CDF step), the pinned replay and the environment. The
 # rest of the module runs there in the all tier.
 FULL_PASS = pytest.mark.tier_all(unless_deployment=("embedded",))
+CLUSTER_WORKERS = budget("ICETIME_CLUSTER_WORKERS", pr=1, full=2)
 
 
 @dataclass
@@ -129,7 +132,7 @@ def deployment(
         request.addfinalizer(lambda: stop_lakehouse(lake))
         lake_cluster = Cluster(
             base / "cluster",
-            workers=2,
+            workers=CLUSTER_WORKERS,
             java_options=FAST_START,
             spark_conf=SMALL_DATA_CONF,
             lake=lake,
@@ -167,6 +170,13 @@ def deployment(
     # The builds and the replay run on four of dbt's threads, as a team's project does: models
     # build, commit, share one change read and record their pins side by side.
     flow.outputs["first build"] = flow.dbt("build", *THREADS)
+    if request.param == "cluster":
+        # The Thrift Server restarted between the builds: the second one reads the changes since
+        # the watermarks the first left, through a new server (its checks below).
+        restarted: Cluster = request.getfixturevalue("cluster")
+        before = restarted.state.thrift.pid if restarted.state.thrift else None
+        restarted.restart_thrift()
+        assert restarted.state.thrift is not None and restarted.state.thrift.pid != before
     time.sleep(1)
     flow.before_batch_3 = utc_now()
     flow.raw_before_batch_3 = {t: flow.current(f"raw.{t}") for t in ("objects", "observations")}

@@ -30,7 +30,9 @@ from tests.lakehouse import (
 )
 from tests.support import DBT, DbtResult, pyiceberg_catalog, run_dbt_process, write_project
 
-pytestmark = [pytest.mark.lakehouse, pytest.mark.slow]
+# The all tier: the pull-request tier proves REST + S3 through test_lakehouse.py and the
+# integration module's short pass.
+pytestmark = [pytest.mark.lakehouse, pytest.mark.slow, pytest.mark.tier_all]
 
 EVENTS = (
     "{{ config(materialized='incremental', unique_key='id') }}\n"
@@ -129,8 +131,6 @@ def rows(servers: Servers, schema: str) -> list[tuple[int, str]]:
     return sorted((row["id"], row["v"]) for row in scanned)
 
 
-# The stopped servers and the killed run in the all tier; the secret's test in both.
-@pytest.mark.tier_all
 @pytest.mark.parametrize("server", ["s3", "rest"])
 def test_a_server_stopped_in_the_middle_of_a_cdf_run(
     servers: Servers, tmp_path: Path, server: str
@@ -179,7 +179,6 @@ def test_a_wrong_s3_key_is_refused_without_echoing_it(servers: Servers, tmp_path
         assert ("wrong_key", "events") not in {tuple(i) for i in lake.list_tables("wrong_key")}
 
 
-@pytest.mark.tier_all
 def test_a_cdf_run_killed_after_its_data_commit_applies_its_changes_once(
     servers: Servers, tmp_path: Path
 ) -> None:

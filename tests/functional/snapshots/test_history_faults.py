@@ -42,9 +42,10 @@ SCHEMA = "history_faults"
 SOURCES = raw_sources("orders")
 SNAPSHOTS = history_yaml("new_record")
 COLUMNS = ORDER_COLUMNS
-# Each point once (the pull-request tier), then again over a table the kills left behind.
+# Into the write and after the data commit (the pull-request tier), then before the write and
+# again over a table the kills left behind.
 KILLS = [DURING_WRITE, AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE, AFTER_DATA_COMMIT][
-    : budget("ICETIME_FAULT_KILLS", pr=3, full=5)
+    : budget("ICETIME_FAULT_KILLS", pr=2, full=5)
 ]
 
 

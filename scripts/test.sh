@@ -7,32 +7,34 @@
 #                                          a short pass on it, property tests at short budgets
 #   ./scripts/test.sh --all [PYTEST ARGS]  every deployment: the default at full budgets, then
 #                                          the portable tests on each other deployment in turn
+#   ./scripts/test.sh --lane NAME [ARGS]   one deployment's lane of the all tier (no lint)
 #
 # Each lane's pytest writes its JUnit report (every test's duration) to .test-results/LANE.xml,
 # and its time and exit status to .test-results/lanes.tsv. Extra arguments go to every pytest.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-all=false
-if [ "${1:-}" = "--all" ]; then
-  all=true
-  shift
-fi
+mode=pr
+case "${1:-}" in
+  --all) mode=all; shift ;;
+  --lane) mode=lane; lane_name=${2:?--lane takes a deployment: server, rest, postgres, cluster, cluster_rest}; shift 2 ;;
+esac
 "$root/scripts/bootstrap.sh" --with-postgres
 export PATH="$root/.venv/bin:$PATH"
 cd "$root"
 
-# The test JVMs' class-data archive (tests/jvm.py; made once per machine, ~20 s) is made while
-# the linters run.
-python -c "from tests.jvm import ensure_archive; ensure_archive()" &
-archive=$!
-echo "== ruff"; ruff check .
-echo "== mypy"; mypy
-wait "$archive" || true  # if it failed, the test run tries once more, then starts without it
-
 results="$root/.test-results"
 mkdir -p "$results"
-: > "$results/lanes.tsv"
+if [ "$mode" != lane ]; then
+  # The test JVMs' class-data archive (tests/jvm.py; made once per machine, ~20 s) is made
+  # while the linters run.
+  python -c "from tests.jvm import ensure_archive; ensure_archive()" &
+  archive=$!
+  echo "== ruff"; ruff check .
+  echo "== mypy"; mypy
+  wait "$archive" || true  # if it failed, the test run tries once more, then starts without it
+  : > "$results/lanes.tsv"
+fi
 
 # One pytest run: parallel workers (each with its own Spark session and catalog; see
 # tests/conftest.py), its report and its line in lanes.tsv. Returns pytest's status.
@@ -47,18 +49,19 @@ lane() {
   return "$status"
 }
 
-if ! $all; then
-  lane pr --tier pr "$@"
-  exit
-fi
-
-failed=()
-for deployment in session server rest postgres cluster cluster_rest; do
-  lane "$deployment" --deployment "$deployment" --tier all "$@" || failed+=("$deployment")
-done
-echo "== lanes (seconds, pytest's exit status)"
-awk -F"\t" '{ printf "%-14s %6s s  exit %s\n", $1, $2, $3 }' "$results/lanes.tsv"
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "failed: ${failed[*]}"
-  exit 1
-fi
+case "$mode" in
+  pr) lane pr --tier pr "$@" ;;
+  lane) lane "$lane_name" --deployment "$lane_name" --tier all "$@" ;;
+  all)
+    failed=()
+    for deployment in session server rest postgres cluster cluster_rest; do
+      lane "$deployment" --deployment "$deployment" --tier all "$@" || failed+=("$deployment")
+    done
+    echo "== lanes (seconds, pytest's exit status)"
+    awk -F"\t" '{ printf "%-14s %6s s  exit %s\n", $1, $2, $3 }' "$results/lanes.tsv"
+    if [ ${#failed[@]} -gt 0 ]; then
+      echo "failed: ${failed[*]}"
+      exit 1
+    fi
+    ;;
+esac

@@ -160,13 +160,15 @@ class IcebergTableStats:
 def _with_iceberg_metadata(
     catalog: dict[str, Any], project: Any, profile: dict[str, Any]
 ) -> dict[str, Any]:
-    """Iceberg tables record the OS user that created them as owner, and carry their snapshot
-    stats; Iceberg views record no owner and have no stats."""
+    """Iceberg tables record the user that created them as owner (the OS user of the Spark
+    session; through a Thrift Server, the connection's user), and carry their snapshot stats;
+    Iceberg views record no owner and have no stats."""
+    owner = profile["user"] if profile.get("method") == "thrift" else getpass.getuser()
     for section in ("nodes", "sources"):
         for entry in catalog[section].values():
             metadata = entry["metadata"]
             is_view = metadata["type"] == "view"
-            metadata["owner"] = None if is_view else getpass.getuser()
+            metadata["owner"] = None if is_view else owner
             if not is_view:
                 entry["stats"] = IcebergTableStats(
                     profile, f"{metadata['schema']}.{metadata['name']}"

@@ -79,7 +79,7 @@ class Started:
 def start(name: str, base: Path) -> Started:
     """Start what deployment ``name`` needs under ``base``; stop it with ``Started.stop``."""
     if name not in NAMES:
-        raise ValueError(f"unknown deployment {name!r}: one of {', '.join(NAMES)}, or 'all'")
+        raise ValueError(f"unknown deployment {name!r}: one of {', '.join(NAMES)}")
     started = Started(name)
     try:
         _START[name](started, base)

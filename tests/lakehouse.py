@@ -413,6 +413,12 @@ def start_rest(
                 "-Xmx512m",
                 # Without it every response waits ~40 ms on TCP's delayed ACK (Nagle).
                 "-Dsun.net.httpserver.nodelay=true",
+                # Keep idle keep-alive connections (the JDK server closes them after 30 s, and
+                # past 200): a Thrift Server keeps a catalog, and its connection pool, per
+                # session, and a POST on a connection the server had closed fails without an
+                # answer (NoHttpResponseException: the cluster_rest lane, 70 of them before).
+                "-Dsun.net.httpserver.idleInterval=3600",
+                "-Dsun.net.httpserver.maxIdleConnections=100000",
                 "-cp",
                 ":".join([str(classes), *_jars()]),
                 "RestCatalogServer",

@@ -437,6 +437,16 @@ class Cluster:
         return proc.pid
 
 
+def quick_cluster(directory: Path, workers: int, lake: Lakehouse | None = None) -> Cluster:
+    """A cluster for the tests (not started): every JVM on the quick-start options, the Thrift
+    Server on the small-data settings (``tests/jvm.py``)."""
+    from tests.jvm import FAST_START, SMALL_DATA_CONF
+
+    return Cluster(
+        directory, workers=workers, java_options=FAST_START, spark_conf=SMALL_DATA_CONF, lake=lake
+    )
+
+
 def write_profiles(
     cluster: Cluster,
     directory: Path,

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from tests import deployments
-from tests.cluster import Cluster
-from tests.jvm import FAST_START, SMALL_DATA_CONF, driver_options, ensure_archive
+from tests.cluster import Cluster, quick_cluster
+from tests.jvm import FAST_START, driver_options, ensure_archive
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.support import profile_target
 
@@ -136,17 +136,6 @@ def pytest_configure(config: pytest.Config) -> None:
     deployments.export(started, config.option.tier)
 
 
-def all_tier_only(item: pytest.Item) -> bool:
-    """Whether ``item`` runs in the all tier only: marked ``tier_all``, unless the mark names
-    the deployment its module's own ``deployment`` parameter takes (``unless_deployment``)."""
-    callspec = getattr(item, "callspec", None)
-    param = callspec.params.get("deployment") if callspec is not None else None
-    return any(
-        param not in mark.kwargs.get("unless_deployment", ())
-        for mark in item.iter_markers("tier_all")
-    )
-
-
 def pytest_report_header(config: pytest.Config) -> str:
     return f"icetime: deployment {config.option.deployment}, tier {config.option.tier}"
 
@@ -158,8 +147,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     full = config.option.tier == "all"
     kept, left = [], []
     for item in items:
-        runs = item.get_closest_marker("portable") is not None or default
-        runs = runs and (full or not all_tier_only(item))
+        callspec = getattr(item, "callspec", None)
+        param = callspec.params.get("deployment") if callspec is not None else None
+        runs = deployments.selected(list(item.iter_markers()), param, default, full)
         (kept if runs else left).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
@@ -257,11 +247,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     Started on first use and stopped (by pid) at the end of the session, even after failures.
     """
     directory = tmp_path_factory.mktemp("cluster")
-    # Two workers where one is killed (the all tier's reliability tests), one otherwise.
-    workers = deployments.budget("ICETIME_CLUSTER_WORKERS", pr=1, full=2)
-    started = Cluster(
-        directory, workers=workers, java_options=FAST_START, spark_conf=SMALL_DATA_CONF
-    ).start()
+    started = quick_cluster(directory, workers=deployments.cluster_workers()).start()
     try:
         yield started
     finally:

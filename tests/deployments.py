@@ -61,6 +61,28 @@ def budget(name: str, pr: int, full: int) -> int:
     return full if deployment() == DEFAULT else max(pr, full // 2)
 
 
+def cluster_workers() -> int:
+    """The test clusters' workers on the default deployment: two in the all tier, whose
+    reliability tests kill one; one in the pull-request tier."""
+    return budget("ICETIME_CLUSTER_WORKERS", pr=1, full=2)
+
+
+def selected(marks: list[Any], param: str | None, default: bool, full: bool) -> bool:
+    """Whether a test with ``marks`` runs: on a deployment other than the default only the
+    ``portable`` ones; in the pull-request tier none marked ``tier_all``, unless the mark names
+    the deployment its module's own ``deployment`` parameter takes (``param``) in
+    ``unless_deployment``."""
+    names = {mark.name for mark in marks}
+    if not default and "portable" not in names:
+        return False
+    all_only = any(
+        param not in mark.kwargs.get("unless_deployment", ())
+        for mark in marks
+        if mark.name == "tier_all"
+    )
+    return full or not all_only
+
+
 @dataclass
 class Started:
     """A deployment's services, running: the profile keys and environment that reach them."""
@@ -109,27 +131,29 @@ def _postgres(started: Started, base: Path) -> None:
     started.profile = {"server": False, **keys}
 
 
-def _rest(started: Started, base: Path) -> None:
+def _lake(started: Started, base: Path) -> Any:
+    """The S3 server and REST catalog of ``rest`` and ``cluster_rest``, started."""
     from tests.jvm import FAST_START
     from tests.lakehouse import start_lakehouse, stop_lakehouse
 
     lake = start_lakehouse(base / "lakehouse", rest_java_options=FAST_START)
     started.stops.append(lambda: stop_lakehouse(lake))
-    keys = lake.profile(base)
+    started.env = lake.environment()
+    return lake
+
+
+def _rest(started: Started, base: Path) -> None:
+    keys = _lake(started, base).profile(base)
     started.profile = {
         "server": False,
         **{k: keys[k] for k in ("catalog_type", "catalog_uri", "warehouse", "catalog_properties")},
     }
-    started.env = lake.environment()
 
 
 def _cluster(started: Started, base: Path, lake: Any = None) -> None:
-    from tests.cluster import Cluster
-    from tests.jvm import FAST_START, SMALL_DATA_CONF
+    from tests.cluster import quick_cluster
 
-    cluster = Cluster(
-        base / "cluster", workers=2, java_options=FAST_START, spark_conf=SMALL_DATA_CONF, lake=lake
-    )
+    cluster = quick_cluster(base / "cluster", workers=2, lake=lake)
     started.stops.append(cluster.stop)
     cluster.start()
     profile = cluster.profile("analytics")
@@ -137,13 +161,7 @@ def _cluster(started: Started, base: Path, lake: Any = None) -> None:
 
 
 def _cluster_rest(started: Started, base: Path) -> None:
-    from tests.jvm import FAST_START
-    from tests.lakehouse import start_lakehouse, stop_lakehouse
-
-    lake = start_lakehouse(base / "lakehouse", rest_java_options=FAST_START)
-    started.stops.append(lambda: stop_lakehouse(lake))
-    _cluster(started, base, lake)
-    started.env = lake.environment()
+    _cluster(started, base, _lake(started, base))
 
 
 _START: dict[str, Callable[[Started, Path], None]] = {

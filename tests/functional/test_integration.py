@@ -36,9 +36,9 @@ from typing import Any
 import pytest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-from tests.cluster import DEMO_PROFILES, Cluster, write_profiles
-from tests.deployments import budget
-from tests.jvm import FAST_START, SMALL_DATA_CONF
+from tests.cluster import DEMO_PROFILES, Cluster, quick_cluster, write_profiles
+from tests.deployments import cluster_workers
+from tests.jvm import FAST_START
 from tests.lakehouse import Lakehouse, start_lakehouse, stop_lakehouse
 from tests.lakehouse import write_profiles as write_lake_profiles
 from tests.support import pyiceberg_catalog, run_dbt_process, stop_servers_under
@@ -51,7 +51,6 @@ THREADS = ("--threads", "4")
 # other deployment: the builds (with their CDF step), the pinned replay and the environment. The
 # rest of the module runs there in the all tier.
 FULL_PASS = pytest.mark.tier_all(unless_deployment=("embedded",))
-CLUSTER_WORKERS = budget("ICETIME_CLUSTER_WORKERS", pr=1, full=2)
 
 
 @dataclass
@@ -130,13 +129,7 @@ def deployment(
         base = tmp_path_factory.mktemp("cluster_lakehouse")
         lake = start_lakehouse(base / "servers", rest_java_options=FAST_START)
         request.addfinalizer(lambda: stop_lakehouse(lake))
-        lake_cluster = Cluster(
-            base / "cluster",
-            workers=CLUSTER_WORKERS,
-            java_options=FAST_START,
-            spark_conf=SMALL_DATA_CONF,
-            lake=lake,
-        )
+        lake_cluster = quick_cluster(base / "cluster", workers=cluster_workers(), lake=lake)
         request.addfinalizer(lake_cluster.stop)
         lake_cluster.start()
         write_profiles(lake_cluster, project, DEMO_PROFILES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,29 @@ def test_the_environment_overrides_every_budget(
 def test_an_unknown_deployment_names_the_accepted_ones(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"unknown deployment 'spark': one of session, server"):
         deployments.start("spark", tmp_path)
+
+
+PORTABLE = pytest.mark.portable.mark
+ALL_TIER = pytest.mark.tier_all.mark
+FULL_PASS = pytest.mark.tier_all(unless_deployment=("embedded",)).mark
+
+
+@pytest.mark.parametrize(
+    ("marks", "param", "default", "full", "runs"),
+    [
+        ([], None, True, False, True),  # a plain test: the pull-request tier
+        ([], None, False, True, False),  # not portable: only on the default deployment
+        ([PORTABLE], None, False, False, True),
+        ([ALL_TIER], None, True, False, False),  # left to the all tier...
+        ([ALL_TIER], None, True, True, True),  # ...where it runs
+        ([PORTABLE, ALL_TIER], None, False, False, False),
+        ([FULL_PASS], "embedded", True, False, True),  # the named deployment's in both tiers
+        ([FULL_PASS], "cluster", True, False, False),  # the others' in the all tier
+        ([FULL_PASS], "cluster", True, True, True),
+        ([FULL_PASS, ALL_TIER], "embedded", True, False, False),  # any plain mark wins
+    ],
+)
+def test_which_tests_a_tier_and_a_deployment_select(
+    marks: list[Any], param: str | None, default: bool, full: bool, runs: bool
+) -> None:
+    assert deployments.selected(marks, param, default, full) is runs

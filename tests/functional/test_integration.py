@@ -1,7 +1,7 @@
 """The integration project, end to end, on the embedded default and through a Spark cluster.
 
 Every step is a real `dbt` process on a fresh copy of `integration_tests/` (the demo's orbital
-registry). The module runs twice:
+registry). The module runs on five deployments:
 
 - ``embedded``: `method: session`, the project's warm local Spark server (every step's dbt
   process connects to it), Iceberg JDBC catalog on SQLite;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything icetime needs on a fresh machine, idempotently:
 #   - a virtual environment in .venv with icetime and its pinned dependencies (and the AWS SDK
-#     jars for S3 storage, in .venv/share/icetime/aws-jars);
+#     and Hadoop S3A jars for S3 storage, in .venv/share/icetime/aws-jars);
 #   - the Debian JDBC jars the Iceberg catalog needs (installed with apt-get when running as
 #     root, otherwise a message saying what to install).
 # Usage: scripts/bootstrap.sh [--with-postgres]   (--with-postgres: also the PostgreSQL server
@@ -21,6 +21,8 @@ debian_packages=()
 [ -f /usr/share/java/sqlite-jdbc.jar ] || debian_packages+=(libxerial-sqlite-jdbc-java)
 command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] \
   || debian_packages+=(openjdk-17-jre-headless)
+# mvn fetches jars from Maven Central by coordinates.
+command -v mvn >/dev/null 2>&1 || debian_packages+=(maven)
 # javac compiles the REST catalog server the lakehouse tests and demo start (tests/servers/).
 command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] \
   || debian_packages+=(openjdk-17-jdk-headless)
@@ -54,9 +56,16 @@ fi
 # Iceberg's S3FileIO needs the AWS SDK v2, which is not in the Iceberg runtime jar. PyPI's only
 # copy of it as plain jars is inside bodo-iceberg-connector's wheel: download the wheel (never
 # install it: it pins pyarrow) and keep the SDK's jars, leaving out the Netty client.
+# Spark's own reads of files in object storage (a remote server reading a staged change set) go
+# through Hadoop's S3A: hadoop-aws of the Hadoop in PySpark (3.3.4) and the modules of the AWS
+# SDK v1 it calls, from Maven Central by coordinates.
 aws_jars="$venv/share/icetime/aws-jars"
 aws_wheel="bodo-iceberg-connector==2026.10"
-if [ ! -f "$aws_jars/.complete" ]; then
+s3a_artifacts=(org.apache.hadoop:hadoop-aws:3.3.4 com.amazonaws:aws-java-sdk-core:1.12.262
+  com.amazonaws:aws-java-sdk-s3:1.12.262 com.amazonaws:aws-java-sdk-kms:1.12.262
+  com.amazonaws:aws-java-sdk-dynamodb:1.12.262 com.amazonaws:jmespath-java:1.12.262)
+aws_stamp="$aws_wheel ${s3a_artifacts[*]}"
+if [ ! -f "$aws_jars/.complete" ] || [ "$(cat "$aws_jars/.complete")" != "$aws_stamp" ]; then
   say "installing the AWS SDK v2 jars for S3 storage (from $aws_wheel)"
   download=$(mktemp -d)
   quietly "$venv/bin/python" -m pip download --no-deps -q "$aws_wheel" -d "$download"
@@ -74,7 +83,12 @@ with zipfile.ZipFile(wheel) as archive:
                 out.write(archive.read(name))
 PY
   rm -rf "$download"
-  touch "$aws_jars/.complete"
+  say "installing Hadoop's S3A jars from Maven Central (${s3a_artifacts[0]})"
+  for artifact in "${s3a_artifacts[@]}"; do
+    quietly mvn -B -q dependency:copy -Dartifact="$artifact" -Dtransitive=false \
+      -DoutputDirectory="$aws_jars"
+  done
+  echo "$aws_stamp" > "$aws_jars/.complete"
 fi
 src_stamp="$venv/.icetime-src"
 src_hash=$(cd "$root" && find pyproject.toml adapter -type f ! -path '*__pycache__*' ! -path '*.egg-info*' \

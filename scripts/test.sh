@@ -51,9 +51,9 @@ lane() {
   return "$status"
 }
 
-# The lanes the pull-request run rotates through (cluster_rest joins when its lane passes:
-# docs/testing.md, "What each tier costs").
-rotation=(server rest postgres cluster)
+# The lanes the pull-request run rotates through: every deployment but the session, which the
+# pull-request tier runs itself.
+rotation=(server rest postgres cluster cluster_rest)
 
 case "$mode" in
   pr)

@@ -62,6 +62,7 @@ class Deployment:
     profile: dict[str, Any]
     env: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
+    lake: Lakehouse | None = None  # the S3 store and REST catalog of the lakehouse deployments
     before_batch_3: str = ""
     raw_before_batch_3: dict[str, int] = field(default_factory=dict)
 
@@ -123,6 +124,7 @@ def deployment(
     (project / "packages.yml").write_text(f"packages:\n  - local: {DEMO.parent}\n")
     # The embedded deployments' dbt processes share the project's warm server: stopped here.
     request.addfinalizer(lambda: stop_servers_under(project))
+    store: Lakehouse | None = None
     if request.param == "cluster_lakehouse":
         # A cluster of its own whose catalog is REST and whose workers share the tables'
         # files through S3, on servers of its own (started and stopped here).
@@ -135,6 +137,7 @@ def deployment(
         write_profiles(lake_cluster, project, DEMO_PROFILES)
         profile = lake_cluster.profile("analytics")
         env: dict[str, str] = {}
+        store = lake
     elif request.param.startswith("cluster"):
         cluster: Cluster = request.getfixturevalue("cluster")
         client_catalog = request.param == "cluster"
@@ -147,6 +150,7 @@ def deployment(
         env = lake.environment()
         # The checks' own pyiceberg reads, with the keys the dbt processes take from AWS_*.
         profile = lake.profile(project / ".icetime", with_keys=True)
+        store = lake
     else:
         # The demo's own profiles.yml: the zero-config profile, catalog in <project>/.icetime.
         profile = {
@@ -156,7 +160,7 @@ def deployment(
             "icetime_dir": str(project / ".icetime"),
         }
         env = {}
-    flow = Deployment(request.param, project, profile, env)
+    flow = Deployment(request.param, project, profile, env, lake=store)
     flow.dbt("deps")
     for batch in (1, 2):
         flow.dbt("run-operation", "ingest_batch", "--args", f"{{batch: {batch}}}")
@@ -428,14 +432,13 @@ BULK_CHANGES = """
 def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment) -> None:
     """Over 256 changed rows cannot be written into the SQL: on a filesystem they are staged as
     a file beside the target; with the tables in S3, the embedded session stages them in
-    `<icetime_dir>/staging/`, and a remote server, which could not read that file, reads the
-    commits as whole snapshots. Each way the CDF models equal their rebuild."""
+    `<icetime_dir>/staging/`, and a remote server reads them from an object beside the target
+    through S3A. Each way the CDF models equal their rebuild, and the staged files are gone."""
     if deployment.name not in ("lakehouse", "cluster_lakehouse"):
         pytest.skip("object storage only: the other deployments stage beside the target")
     # Three commits (the registry holds at least batches 1 to 3, 120 objects): three copies of
     # every object under new ids, then a seventh of the copies decayed, then three copies of
-    # every observation for them: both upstreams' change sets are over 256 rows. (Seven more
-    # batches, 21 commits, each read as whole snapshots on the cluster: 94 s of `dbt build`.)
+    # every observation for them: both upstreams' change sets are over 256 rows.
     macros = deployment.project / "macros" / "bulk.sql"
     macros.write_text(BULK_CHANGES)
     before = deployment.count("raw.objects")
@@ -453,10 +456,10 @@ def test_a_change_set_too_large_to_inline_is_read_exactly(deployment: Deployment
     # The four models and their tests, the rebuild comparison among them, all pass.
     assert "WARN=0 ERROR=0" in output and "PASS cdf_models_match_rebuild" in output, output[-3000:]
     assert "from scratch" not in output
-    if deployment.name == "cluster_lakehouse":
-        assert "the Spark server cannot read a file staged in object storage" in output
-        assert "read as whole snapshots" in output
-    else:
-        assert "touched by them" in output and "whole snapshots" not in output
+    assert "touched by them" in output and "whole snapshots" not in output
+    assert deployment.lake is not None
+    staged_objects = [k for k in deployment.lake.s3_object_keys() if "/icetime-changes/" in k]
+    assert staged_objects == []  # on the cluster: staged in S3, read through S3A, then deleted
+    if deployment.name == "lakehouse":
         staging = deployment.project / ".icetime" / "staging" / "icetime-changes"
         assert staging.is_dir() and list(staging.iterdir()) == []  # staged, then deleted

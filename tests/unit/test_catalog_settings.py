@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime.catalog import CatalogSettings, hadoop_path
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import ICEBERG_EXTENSIONS, resolve_settings
 from dbt.adapters.icetime.metadata import TableName
@@ -154,6 +154,51 @@ def test_an_s3_warehouse_on_a_jdbc_catalog_uses_s3_file_io() -> None:
     local = CatalogSettings.from_credentials(creds(catalog_properties={"s3.endpoint": "http://x"}))
     assert local.object_storage
     assert "spark.sql.catalog.icetime.io-impl" not in local.spark_conf()
+
+
+def test_spark_reads_object_storage_itself_through_s3a_with_the_catalogs_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret-value")
+    rest = CatalogSettings.from_credentials(creds(**REST_PROFILE)).s3a_conf()
+    assert rest == {
+        "spark.hadoop.fs.s3a.endpoint": "https://s3.example.com",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1",
+    }  # keys from the environment: S3A reads them itself
+    keys = {
+        "s3.access-key-id": "AKIAEXAMPLE",
+        "s3.secret-access-key": "profile-secret-value",
+        "s3.session-token": "session-token-value",
+    }
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    given = creds(warehouse="s3://lake/warehouse", catalog_properties=keys)
+    conf = resolve_settings(given).conf
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.access.key"] == "AKIAEXAMPLE"
+    assert conf["spark.hadoop.fs.s3a.secret.key"] == "profile-secret-value"
+    assert conf["spark.hadoop.fs.s3a.session.token"] == "session-token-value"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"] == (
+        "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    )
+    assert not any(key.startswith("spark.hadoop.fs.s3a") for key in resolve_settings(creds()).conf)
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("s3://lake/t/icetime-changes/a.parquet", "s3a://lake/t/icetime-changes/a.parquet"),
+        ("s3n://lake/a.parquet", "s3a://lake/a.parquet"),
+        ("s3a://lake/a.parquet", "s3a://lake/a.parquet"),
+        ("/tmp/s3://a.parquet", "/tmp/s3://a.parquet"),
+        ("file:/tmp/a.parquet", "file:/tmp/a.parquet"),
+    ],
+)
+def test_hadoop_path_names_objects_for_s3a(location: str, path: str) -> None:
+    assert hadoop_path(location) == path
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,21 @@ from dbt.adapters.icetime import errors, secrets
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://", "s3n://")
+TEMPORARY_CREDENTIALS = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
 
 
 def in_object_storage(location: str | None) -> bool:
     """Whether ``location`` (a warehouse, a table's location) is in object storage (S3)."""
     return (location or "").startswith(OBJECT_STORE_SCHEMES)
+
+
+def hadoop_path(location: str) -> str:
+    """``location`` as Spark's own file access (Hadoop's S3A) names it: ``s3a://`` for an
+    ``s3://`` or ``s3n://`` object, which Iceberg's FileIO reads under any of the three."""
+    for scheme in ("s3://", "s3n://"):
+        if location.startswith(scheme):
+            return "s3a://" + location.removeprefix(scheme)
+    return location
 
 
 # The standard AWS environment variables, as pyiceberg's FileIO properties (Spark's S3FileIO
@@ -163,6 +173,30 @@ class CatalogSettings:
             conf[f"{prefix}.s3.endpoint"] = endpoint
         conf.update({f"{prefix}.{key}": value for key, value in self.properties.items()})
         return conf
+
+    def s3a_conf(self) -> dict[str, str]:
+        """Hadoop S3A properties for Spark's own reads of files in object storage (a change
+        set staged as Parquet), from the same settings as the catalog's S3FileIO: endpoint,
+        path style, region and keys when the profile gives them. Keys from the environment
+        S3A reads itself, as S3FileIO does."""
+        if not self.object_storage:
+            return {}
+        props = dict(self.properties)
+        endpoint = props.get("s3.endpoint") or _first_env(dict(AWS_ENVIRONMENT)["s3.endpoint"])
+        s3a = {
+            "fs.s3a.endpoint": endpoint,
+            "fs.s3a.connection.ssl.enabled": "false"
+            if endpoint and endpoint.startswith("http://")
+            else None,
+            "fs.s3a.path.style.access": props.get("s3.path-style-access"),
+            "fs.s3a.endpoint.region": props.get("client.region") or props.get("s3.region"),
+            "fs.s3a.access.key": props.get("s3.access-key-id"),
+            "fs.s3a.secret.key": props.get("s3.secret-access-key"),
+            "fs.s3a.session.token": props.get("s3.session-token"),
+        }
+        if s3a["fs.s3a.session.token"]:
+            s3a["fs.s3a.aws.credentials.provider"] = TEMPORARY_CREDENTIALS
+        return {f"spark.hadoop.{key}": value for key, value in s3a.items() if value}
 
     def pyiceberg_properties(self) -> dict[str, str] | None:
         """Properties for pyiceberg's catalog (SqlCatalog on the same database, or RestCatalog

@@ -34,8 +34,9 @@ logger = AdapterLogger("icetime")
 ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
-# The AWS SDK v2 jars Iceberg's S3FileIO needs (not in the runtime jar). scripts/bootstrap.sh
-# puts them here, in the virtual environment.
+# The AWS SDK v2 jars Iceberg's S3FileIO needs (not in the runtime jar), and Hadoop's S3A with
+# its SDK v1 jars, for Spark's own reads of files in object storage. scripts/bootstrap.sh puts
+# them here, in the virtual environment.
 AWS_JARS_DIR = Path(sys.prefix, "share", "icetime", "aws-jars")
 
 # Tuned for a laptop-sized machine: few shuffle partitions, no UI, loopback only, UTC.
@@ -85,8 +86,8 @@ def iceberg_runtime_jar(override: str | None) -> str:
 
 
 def aws_jars() -> list[str]:
-    """The AWS SDK jars for S3FileIO, as the bootstrap installed them (a missing directory is
-    named by ``preflight``)."""
+    """The jars for object storage (S3FileIO's and S3A's), as the bootstrap installed them (a
+    missing directory is named by ``preflight``)."""
     found = sorted(glob.glob(str(AWS_JARS_DIR / "*.jar")))
     return found or [str(AWS_JARS_DIR / "<AWS SDK v2 jars>")]
 
@@ -108,6 +109,7 @@ def resolve_settings(creds: IcetimeCredentials) -> EmbeddedSettings:
     # Spark's own session catalog would otherwise create ./spark-warehouse in the project.
     conf["spark.sql.warehouse.dir"] = os.path.join(creds.icetime_dir, "spark-warehouse")
     conf.update(catalog.spark_conf())
+    conf.update(catalog.s3a_conf())
     conf.update(creds.spark_conf)
     return EmbeddedSettings(master=creds.spark_master, catalog=catalog, jars=tuple(jars), conf=conf)
 

@@ -58,6 +58,8 @@ class Feeds:
         self.services = services
         self._feeds: dict[FeedKey, Feed] = {}
         self._lock = threading.Lock()
+        # A remote server could not read a file staged in object storage (no S3A).
+        self.server_refused_objects = False
 
     def plan(self, table: TableName, change_range: ChangeRange, out: Schema) -> Feed:
         """The range's touched files, planned once per invocation (manifests only)."""
@@ -92,6 +94,21 @@ class Feeds:
                     f"{feed.key.to_snapshot}: reusing the rows read for {feed.users[0]}"
                 )
             return feed.staged
+
+    def refuse_objects(self, path: str, error: Exception) -> None:
+        """The server could not read ``path`` in object storage: say so once, and stage no
+        more there in this invocation."""
+        with self._lock:
+            if self.server_refused_objects:
+                return
+            self.server_refused_objects = True
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        logger.warning(
+            f"the Spark server could not read change rows staged at {path} ({first_line}); "
+            "change sets too large to inline are read as whole snapshots in this invocation. "
+            "Spark reads files in object storage itself through Hadoop's S3A: add hadoop-aws "
+            "(of the server's Hadoop version) and its AWS SDK to the server's jars."
+        )
 
     def cleanup(self) -> None:
         """Delete the staged files (the invocation is over)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dbt.adapters.icetime.catalog import hadoop_path
 from dbt.adapters.icetime.changes.files import StagedRows
 from dbt.adapters.icetime.changes.plan import COMPACTION, ChangeRange, Commit
 from dbt.adapters.icetime.changes.signed import ORD, SIGN, Signed, signed_read
@@ -89,14 +90,14 @@ def staged_relation(view: str, staged: StagedRows) -> str:
     not run a job to infer them from the footer. The file holds dates and timestamps in the
     proleptic Gregorian calendar, as Iceberg does. Spark would refuse a date before 1582-10-15
     in a file no Spark wrote (``READ_ANCIENT_DATETIME``), so the file is read ``CORRECTED``:
-    as written, without rebasing.
+    as written, without rebasing. A file in object storage is read through Hadoop's S3A.
     """
     assert staged.path is not None
     columns = f"{staged.column_list} " if staged.column_list else ""
     return (
         f"create or replace temporary view {quote_identifier(view)} {columns}"
         "using parquet options "
-        f"(path {sql_literal(staged.path)}, datetimeRebaseMode 'CORRECTED', "
+        f"(path {sql_literal(hadoop_path(staged.path))}, datetimeRebaseMode 'CORRECTED', "
         "int96RebaseMode 'CORRECTED')"
     )
 

@@ -635,9 +635,9 @@ class ChangeRun:
             return whole.pieces(change_range.commits)
         pieces: list[Signed] = []
         if staged is not None and staged.path is not None:
-            relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
-            self.execute(staged_relation(relation, staged))
-            self.staged_views.append(relation)
+            relation = self._staged_view(staged)
+            if relation is None:  # the server cannot read the file (Feeds logs why)
+                return whole.pieces(change_range.commits)
             pieces.append(staged_read(staged, upstream.out, relation))
         elif staged is not None:
             pieces.append(staged_read(staged, upstream.out))
@@ -657,19 +657,40 @@ class ChangeRun:
 
     def _staging_directory(self, upstream: Upstream) -> str | None:
         """Where change rows are staged as a file the Spark server reads with its own
-        filesystem (the files go when the invocation ends).
+        filesystem (the files go when the invocation ends): the target's directory, or, for a
+        history snapshot's first run (no target yet), the source's.
 
-        On a filesystem: the target's directory, or, for a history snapshot's first run (no
-        target yet), the source's. In object storage the server reads table files only through
-        Iceberg's FileIO, not through Hadoop's (no S3A), so an embedded session stages in a local
-        directory, and a remote server has none (None: inline rows, or whole snapshots).
+        In object storage an embedded session stages in a local directory instead (no object
+        written, no S3A needed). A remote server reads the object through Hadoop's S3A; once
+        it could not in this invocation, nothing more is staged there (None: inline rows, or
+        whole snapshots).
         """
         table = self.target_metadata if self.target_metadata is not None else upstream.metadata
         location = table.location.rstrip("/")
         if in_object_storage(location):
-            staging = self.local_staging
-            return None if staging is None else f"{staging}/{STAGING_DIRECTORY}"
+            if self.local_staging is not None:
+                return f"{self.local_staging}/{STAGING_DIRECTORY}"
+            if self.feeds.server_refused_objects:
+                return None
         return f"{location}/{STAGING_DIRECTORY}"
+
+    def _staged_view(self, staged: StagedRows) -> str | None:
+        """This model's view of a staged file, or None when the server cannot read a file in
+        object storage (its change rows are then read as whole snapshots, exactly)."""
+        assert staged.path is not None
+        relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
+        if in_object_storage(staged.path):
+            if self.feeds.server_refused_objects:
+                return None
+            try:
+                self.execute(staged_relation(relation, staged))
+            except Exception as exc:  # which error a server without S3A gives varies
+                self.feeds.refuse_objects(staged.path, exc)
+                return None
+        else:
+            self.execute(staged_relation(relation, staged))
+        self.staged_views.append(relation)
+        return relation
 
     def describe(self) -> dict[str, Any]:
         """What the materialization needs to know, as plain values for Jinja."""

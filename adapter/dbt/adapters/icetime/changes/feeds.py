@@ -102,7 +102,8 @@ class Feeds:
             if self.server_refused_objects:
                 return
             self.server_refused_objects = True
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        text = str(error).strip()
+        first_line = text.splitlines()[0] if text else repr(error)
         logger.warning(
             f"the Spark server could not read change rows staged at {path} ({first_line}); "
             "change sets too large to inline are read as whole snapshots in this invocation. "

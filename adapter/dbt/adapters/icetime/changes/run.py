@@ -678,17 +678,17 @@ class ChangeRun:
         """This model's view of a staged file, or None when the server cannot read a file in
         object storage (its change rows are then read as whole snapshots, exactly)."""
         assert staged.path is not None
+        remote_object = in_object_storage(staged.path)
+        if remote_object and self.feeds.server_refused_objects:
+            return None
         relation = view_name(self.node_id, f"staged{len(self.staged_views)}")
-        if in_object_storage(staged.path):
-            if self.feeds.server_refused_objects:
-                return None
-            try:
-                self.execute(staged_relation(relation, staged))
-            except Exception as exc:  # which error a server without S3A gives varies
-                self.feeds.refuse_objects(staged.path, exc)
-                return None
-        else:
+        try:
             self.execute(staged_relation(relation, staged))
+        except Exception as exc:  # which error a server without S3A gives varies
+            if not remote_object:
+                raise
+            self.feeds.refuse_objects(staged.path, exc)
+            return None
         self.staged_views.append(relation)
         return relation
 

@@ -16,6 +16,7 @@ from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
 from dbt.adapters.icetime.dbt_patches import schemas
 from dbt.adapters.icetime.secrets import MASK
+from dbt.adapters.icetime.spark.jars import MAVEN_CENTRAL
 
 CATALOG_TYPES = ("sqlite", "postgres", "rest", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
@@ -48,8 +49,12 @@ class IcetimeCredentials(SparkCredentials):
     spark_master: str = "local[*]"
     # Extra Spark configuration for the embedded session (applied last, wins).
     spark_conf: dict[str, str] = field(default_factory=dict)
-    # Jar overrides; defaults are the Debian packages' files and the pinned Iceberg wheel.
+    # Jar overrides. By default Apache's jars of the installed Spark line are fetched by Maven
+    # coordinates (from maven_repository, once, into icetime's jar cache), and the JDBC drivers
+    # are the Debian packages' files.
     iceberg_jar: str | None = None
+    object_storage_jars: list[str] | None = None  # iceberg-aws-bundle's and S3A's stand-ins
+    maven_repository: str = MAVEN_CENTRAL
     sqlite_jdbc_jar: str = DEFAULT_SQLITE_JDBC_JAR
     postgres_jdbc_jar: str = DEFAULT_POSTGRES_JDBC_JAR
     # How Python reads Iceberg metadata: pyiceberg on the same catalog, Spark SQL, or auto.
@@ -104,6 +109,7 @@ class IcetimeCredentials(SparkCredentials):
                 "(server means the remote Spark server's own catalog)",
             )
         self.spark_conf = {str(k): str(v) for k, v in self.spark_conf.items()}
+        self._check_jar_keys()
         if catalog_database is not None:
             self.database = catalog_database
         elif self.catalog_type != "server":
@@ -149,6 +155,22 @@ class IcetimeCredentials(SparkCredentials):
         self.catalog_properties = {
             str(key): _property_text(value) for key, value in self.catalog_properties.items()
         }
+
+    def _check_jar_keys(self) -> None:
+        if not str(self.maven_repository).startswith(("http://", "https://", "file:")):
+            raise errors.bad_profile_value(
+                "maven_repository",
+                self.maven_repository,
+                "a Maven repository's http://, https:// or file: URL "
+                f"(the default is {MAVEN_CENTRAL})",
+            )
+        jars = self.object_storage_jars
+        if jars is not None and (
+            not isinstance(jars, list) or not all(isinstance(j, str) and j for j in jars)
+        ):
+            raise errors.bad_profile_value(
+                "object_storage_jars", jars, "a list of jar files (paths)"
+            )
 
     def _check_server_keys(self) -> None:
         if not isinstance(self.server, bool):

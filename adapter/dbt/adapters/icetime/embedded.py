@@ -7,11 +7,9 @@ this process.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import sqlite3
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -25,19 +23,16 @@ from dbt.adapters.icetime.catalog import CatalogSettings, in_object_storage
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
+from dbt.adapters.icetime.spark.classpath import Jar, fetch_missing, session_jars
+from dbt.adapters.icetime.spark.stack import SparkLine, check_runtime, installed_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 logger = AdapterLogger("icetime")
 
-ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
-# The AWS SDK v2 jars Iceberg's S3FileIO needs (not in the runtime jar), and Hadoop's S3A with
-# its SDK v1 jars, for Spark's own reads of files in object storage. scripts/bootstrap.sh puts
-# them here, in the virtual environment.
-AWS_JARS_DIR = Path(sys.prefix, "share", "icetime", "aws-jars")
 
 # Tuned for a laptop-sized machine: few shuffle partitions, no UI, loopback only, UTC.
 SMALL_MACHINE_CONF = {
@@ -70,66 +65,62 @@ class EmbeddedSettings:
 
     master: str
     catalog: CatalogSettings
-    jars: tuple[str, ...]
+    spark: SparkLine
+    planned: tuple[Jar, ...]  # the Iceberg runtime first
     conf: dict[str, str]
+    repository: str  # where missing jars with coordinates are fetched from
+
+    @property
+    def jars(self) -> tuple[str, ...]:
+        return tuple(jar.path for jar in self.planned)
 
 
-def iceberg_runtime_jar(override: str | None) -> str:
-    if override:
-        return override
-    try:
-        import snowpark_connect_deps_iceberg
-
-        return str(snowpark_connect_deps_iceberg.get_jars_dir() / ICEBERG_RUNTIME_JAR)
-    except (ImportError, RuntimeError):
-        return f"<snowpark-connect-deps-iceberg>/jars/{ICEBERG_RUNTIME_JAR}"
-
-
-def aws_jars() -> list[str]:
-    """The jars for object storage (S3FileIO's and S3A's), as the bootstrap installed them (a
-    missing directory is named by ``preflight``)."""
-    found = sorted(glob.glob(str(AWS_JARS_DIR / "*.jar")))
-    return found or [str(AWS_JARS_DIR / "<AWS SDK v2 jars>")]
-
-
-def resolve_settings(creds: IcetimeCredentials) -> EmbeddedSettings:
-    """Pure: turn a profile into the Spark configuration of the embedded session."""
+def resolve_settings(creds: IcetimeCredentials, spark: SparkLine | None = None) -> EmbeddedSettings:
+    """Pure: turn a profile into the Spark configuration of the embedded session (its jars by
+    their cached paths: ``preflight`` fetches what is missing)."""
+    spark = spark or installed_line()
     catalog = CatalogSettings.from_credentials(creds)
-    jars = [iceberg_runtime_jar(creds.iceberg_jar)]
-    if catalog.kind == "sqlite":
-        jars.append(creds.sqlite_jdbc_jar)
-    elif catalog.kind == "postgres":
-        jars.append(creds.postgres_jdbc_jar)
-    if catalog.object_storage:
-        jars.extend(aws_jars())
+    jdbc = {"sqlite": creds.sqlite_jdbc_jar, "postgres": creds.postgres_jdbc_jar}
+    planned = session_jars(spark, catalog, creds.iceberg_jar, creds.object_storage_jars, jdbc)
     conf = dict(SMALL_MACHINE_CONF)
     conf["spark.sql.extensions"] = ICEBERG_EXTENSIONS
-    conf["spark.jars"] = ",".join(jars)
+    conf["spark.jars"] = ",".join(jar.path for jar in planned)
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     # Spark's own session catalog would otherwise create ./spark-warehouse in the project.
     conf["spark.sql.warehouse.dir"] = os.path.join(creds.icetime_dir, "spark-warehouse")
     conf.update(catalog.spark_conf())
     conf.update(catalog.s3a_conf())
     conf.update(creds.spark_conf)
-    return EmbeddedSettings(master=creds.spark_master, catalog=catalog, jars=tuple(jars), conf=conf)
+    return EmbeddedSettings(
+        master=creds.spark_master,
+        catalog=catalog,
+        spark=spark,
+        planned=tuple(planned),
+        conf=conf,
+        repository=creds.maven_repository,
+    )
+
+
+def describe(settings: EmbeddedSettings) -> list[str]:
+    """What ``dbt debug`` says runs: the Spark line, the Iceberg runtime, each jar's source."""
+    runtime = settings.planned[0]
+    iceberg = runtime.coordinate.version if runtime.coordinate else "the profile's own"
+    lines = [f"{settings.spark.describe()}, Apache Iceberg {iceberg}"]
+    lines += [f"  {jar.describe()}" for jar in settings.planned]
+    return lines
 
 
 def preflight(creds: IcetimeCredentials, settings: EmbeddedSettings) -> None:
-    """Check Java, jars and the catalog directory; raise one clear error for the first problem."""
+    """Check Java, jars and the catalog directory; raise one clear error for the first problem.
+    Jars with coordinates missing from the cache are fetched here, once."""
     _check_java()
-    what = {
-        creds.sqlite_jdbc_jar: ("SQLite JDBC", errors.SQLITE_JAR_FIX),
-        creds.postgres_jdbc_jar: ("PostgreSQL JDBC", errors.POSTGRES_JAR_FIX),
-    }
-    aws = str(AWS_JARS_DIR)
-    for jar in settings.jars:
-        if not os.path.isfile(jar):
-            default = ("Iceberg Spark runtime", errors.ICEBERG_JAR_FIX)
-            if jar.startswith(aws):
-                default = ("AWS SDK (for S3 storage)", errors.AWS_JARS_FIX)
-            name, fix = what.get(jar, default)
+    check_runtime(settings.planned[0].path, settings.spark)
+    fetch_missing(settings.planned, settings.repository)
+    for jar in settings.planned:
+        if not os.path.isfile(jar.path):
+            fix = errors.JAR_FIXES.get(jar.key or "", errors.FETCHED_JAR_FIX)
             raise errors.EnvironmentSetupError(
-                errors.JAR_MISSING.format(what=name, path=jar, fix=fix)
+                errors.JAR_MISSING.format(what=jar.what, path=jar.path, fix=fix)
             )
     # icetime's own directory too: the warm server's files and staged change rows go there.
     for directory in dict.fromkeys([creds.icetime_dir, *_local_dirs(settings.catalog)]):

@@ -101,15 +101,38 @@ POSTGRES_JAR_FIX = (
     "Install it with 'apt-get update && apt-get install libpostgresql-jdbc-java', "
     "or set 'postgres_jdbc_jar' in the profile to a PostgreSQL JDBC jar."
 )
-AWS_JARS_FIX = (
-    "Object storage (an s3:// warehouse, or a REST catalog) needs the AWS SDK v2 jars of "
-    "Iceberg's S3FileIO. Run scripts/bootstrap.sh: it installs them into the virtual environment."
+SPARK_LINE_UNSUPPORTED = (
+    "icetime runs on PySpark {lines}; this environment has PySpark {version}. "
+    "Install a supported one, e.g. pip install 'pyspark==4.1.*' (or 'pyspark==3.5.*')."
 )
-ICEBERG_JAR_FIX = (
-    "Reinstall the Python package that carries it: "
-    "pip install 'snowpark-connect-deps-iceberg==1.0.2' (1.0.3 is broken), "
-    "or set 'iceberg_jar' in the profile."
+RUNTIME_MISMATCH = (
+    "The Iceberg runtime jar {jar} is built for {jar_line}, but this environment runs "
+    "{spark}. Use the runtime of this line, {coordinate}: remove 'iceberg_jar' from the profile "
+    "(icetime fetches it), or point it at that jar."
 )
+JARS_NOT_FETCHED = (
+    "icetime could not fetch {coordinates} from {repository} ({reason}). Nothing is cached "
+    "for them in {cache}. Once the repository answers, the next command fetches them. With a "
+    "mirror of your own, set 'maven_repository' in the profile; with jars of your own, set "
+    "'iceberg_jar' (the Iceberg runtime) and 'object_storage_jars' (S3) to their files."
+)
+IVY_MISSING = (
+    "PySpark's Ivy jar, which icetime fetches Apache's jars with, is not in {where}. "
+    "Reinstall PySpark, or set 'iceberg_jar' (and 'object_storage_jars' for S3) in the profile."
+)
+FETCHED_JAR_FIX = (
+    "icetime fetches it from the Maven repository ('maven_repository' in the profile, Maven "
+    "Central by default) into its jar cache; remove the file's partial copy if any, and run "
+    "the command again, or set the jar's profile key to a file of your own."
+)
+JAR_FIXES = {
+    "sqlite_jdbc_jar": SQLITE_JAR_FIX,
+    "postgres_jdbc_jar": POSTGRES_JAR_FIX,
+    "iceberg_jar": "Point 'iceberg_jar' at an Iceberg Spark runtime jar, or remove it: icetime "
+    "then fetches the runtime of the installed Spark.",
+    "object_storage_jars": "Point 'object_storage_jars' at existing jars, or remove it: "
+    "icetime then fetches iceberg-aws-bundle and Hadoop's S3A.",
+}
 DIR_NOT_WRITABLE = (
     "icetime cannot write its catalog directory {path}: {reason}. "
     "Make it writable, or point 'icetime_dir' (or 'warehouse' and 'catalog_uri') "

@@ -489,7 +489,13 @@ class IcetimeAdapter(SparkAdapter):
     def debug_query(self) -> None:
         """`dbt debug`'s connection test; on the warm server, its live status after it."""
         self.execute("select 1 as id")
-        if self.config.credentials.uses_server:
+        creds = self.config.credentials
+        if creds.is_embedded:
+            from dbt.adapters.icetime.embedded import describe, resolve_settings
+
+            for line in describe(resolve_settings(creds)):
+                logger.info(line)
+        if creds.uses_server:
             logger.info(self.icetime_server("status"))
 
     @classmethod

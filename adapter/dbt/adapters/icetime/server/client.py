@@ -140,6 +140,7 @@ def _ensure(creds: IcetimeCredentials) -> Endpoint:
     # What the server would meet at its start (Java, jars, directories, bucket, catalog), as the
     # in-process session checks it: one clear error, before anything is written.
     embedded.preflight(creds, settings)
+    wanted = fingerprint(settings)  # the jars it fetched into the cache, if any, now stat
     try:
         with server.start_lock(timeout_s=START_TIMEOUT_S):
             running = _usable(server, wanted)

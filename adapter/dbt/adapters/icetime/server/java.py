@@ -24,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.spark.stack import pyspark_jars
 
 SOURCES = tuple(
     Path(__file__).with_name(name)
@@ -52,7 +53,10 @@ def server_jar(iceberg_jar: str) -> Path:
     """The jar of the server's classes, compiled first when missing. A jar, not a class
     directory: a JVM that maps a class-data archive (archive.py) takes no directories on its
     class path."""
-    target = cache_root() / "server-classes" / f"icetime-server-{source_digest()}.jar"
+    # Compiled against one Spark line and Iceberg runtime: each pair has a jar of its own.
+    built_for = hashlib.sha256(f"{_spark_jars()}\0{os.path.basename(iceberg_jar)}".encode())
+    name = f"icetime-server-{source_digest()}-{built_for.hexdigest()[:12]}.jar"
+    target = cache_root() / "server-classes" / name
     if target.is_file():
         return target
     javac = _javac()
@@ -108,6 +112,7 @@ def _javac() -> str:
 
 
 def _spark_jars() -> str:
-    import pyspark
-
-    return os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    jars = pyspark_jars()
+    if jars is None:
+        raise errors.EnvironmentSetupError(errors.SESSION_WITHOUT_PYSPARK)
+    return str(jars)

@@ -75,13 +75,13 @@ def archive_path() -> Path:
     new file)."""
     import pyspark
 
-    from dbt.adapters.icetime.embedded import iceberg_runtime_jar
     from dbt.adapters.icetime.server.java import server_jar
+    from dbt.adapters.icetime.spark.classpath import runtime_jar
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True)
     # icetime's own classes are first on the sessions' class path (server/java.py), and a JVM
     # maps an archive only with the very jar it was made with: its name and time are in the key.
-    classes = server_jar(iceberg_runtime_jar(None))
+    classes = server_jar(runtime_jar())
     described = f"{pyspark.__version__}\n{java.stderr}\n{classes}\n{int(classes.stat().st_mtime)}"
     key = hashlib.sha256(described.encode()).hexdigest()[:16]
     return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"

@@ -16,7 +16,6 @@ uses it); ``down DIR`` stops them.
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import json
 import os
@@ -337,17 +336,15 @@ def _wait_for_bucket(endpoint: str, access_key: str, secret_key: str, log: Path)
 
 
 def _jars() -> list[str]:
-    import pyspark
-    import snowpark_connect_deps_iceberg
+    """The REST server's class path: Iceberg's runtime (its REST handlers) and AWS bundle of
+    the installed Spark line, from icetime's jar cache, and Spark's own jars."""
+    from dbt.adapters.icetime.spark import jars
+    from dbt.adapters.icetime.spark.stack import installed_line, pyspark_jars
 
-    runtime = (
-        snowpark_connect_deps_iceberg.get_jars_dir() / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
-    )
-    aws = sorted(glob.glob(str(Path(sys.prefix, "share", "icetime", "aws-jars", "*.jar"))))
-    if not aws:
-        raise RuntimeError("the AWS SDK jars are missing: run scripts/bootstrap.sh")
-    spark_jars = str(Path(pyspark.__file__).parent / "jars" / "*")
-    return [str(runtime), *aws, "/usr/share/java/sqlite-jdbc.jar", spark_jars]
+    line = installed_line()
+    bundle = line.object_storage[0]  # iceberg-aws-bundle
+    fetched = jars.ensure([line.iceberg_runtime, bundle])
+    return [*fetched, "/usr/share/java/sqlite-jdbc.jar", f"{pyspark_jars()}/*"]
 
 
 def compiled_server(cache: Path) -> Path:

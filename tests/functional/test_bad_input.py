@@ -31,7 +31,7 @@ def test_missing_java(tmp_path: Path) -> None:
     ("key", "what", "fix"),
     [
         ("sqlite_jdbc_jar", "SQLite JDBC", "apt-get install libxerial-sqlite-jdbc-java"),
-        ("iceberg_jar", "Iceberg Spark runtime", "snowpark-connect-deps-iceberg==1.0.2"),
+        ("iceberg_jar", "Iceberg Spark runtime", "Point 'iceberg_jar' at an Iceberg Spark runtime"),
     ],
 )
 def test_missing_jar(tmp_path: Path, key: str, what: str, fix: str) -> None:

@@ -41,6 +41,7 @@ INFRASTRUCTURE = {
     "listing",
     "relation",
     "server",
+    "spark",
 }
 ENGINE = {"changes"}
 FEATURES = {"builds", "cdf", "clones", "history", "pins", "scd", "wap"}

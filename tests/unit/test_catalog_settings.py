@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dbt.adapters.icetime import errors
@@ -10,6 +12,8 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.embedded import ICEBERG_EXTENSIONS, resolve_settings
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.readers import _redact
+from dbt.adapters.icetime.spark import jars
+from dbt.adapters.icetime.spark.stack import ICEBERG_VERSION, installed_line
 from dbt.adapters.icetime.sql import quote_identifier
 
 
@@ -78,7 +82,9 @@ def test_embedded_settings_small_machine_and_overrides() -> None:
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.sql.shuffle.partitions"] == "8"  # the profile wins
-    assert settings.jars[0].endswith("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
+    line = installed_line()
+    runtime = f"iceberg-spark-runtime-{line.line}_{line.scala}-{ICEBERG_VERSION}.jar"
+    assert settings.jars[0] == str(jars.cache_dir() / "org.apache.iceberg" / runtime)
     assert settings.jars[1] == "/usr/share/java/sqlite-jdbc.jar"
     assert conf["spark.jars"] == ",".join(settings.jars)
 
@@ -148,8 +154,10 @@ def test_an_s3_warehouse_on_a_jdbc_catalog_uses_s3_file_io() -> None:
     assert conf["spark.sql.catalog.icetime.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
     assert conf["spark.sql.catalog.icetime.s3.endpoint"] == "http://x"
     embedded = resolve_settings(creds(warehouse="s3://lake/warehouse"))
-    assert any("aws-jars" in jar for jar in embedded.jars)
-    assert not any("aws-jars" in jar for jar in resolve_settings(creds()).jars)
+    names = [Path(jar).name for jar in embedded.jars]
+    assert f"iceberg-aws-bundle-{ICEBERG_VERSION}.jar" in names
+    assert f"hadoop-aws-{installed_line().hadoop}.jar" in names
+    assert not any("aws" in Path(jar).name for jar in resolve_settings(creds()).jars)
     # S3 settings beside a local warehouse: the jars come, the local files keep their FileIO.
     local = CatalogSettings.from_credentials(creds(catalog_properties={"s3.endpoint": "http://x"}))
     assert local.object_storage

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pyspark
 
-from dbt.adapters.icetime.embedded import iceberg_runtime_jar
 from dbt.adapters.icetime.server.java import server_jar
+from dbt.adapters.icetime.spark.classpath import runtime_jar
 from tests.jvm import driver_options, ensure_archive
 
 
@@ -29,8 +29,13 @@ def test_spark_drivers_map_the_class_archive() -> None:
     home = Path(pyspark.__file__).parent
     # PySpark starts its driver on this class path (spark-class: the driver's extra class path,
     # which holds icetime's own classes, then conf, then every jar).
-    icetime_classes = server_jar(iceberg_runtime_jar(None))
-    spark = java_version(options, f"{icetime_classes}:{home / 'conf'}:{home / 'jars'}/*")
+    # PySpark 4's package has no conf directory, which the launcher then leaves out.
+    icetime_classes = server_jar(runtime_jar())
+    conf = [str(home / "conf")] if (home / "conf").is_dir() else []
+    # Spark 4's launcher also puts slf4j-api before the other jars.
+    first = [] if pyspark.__version__.startswith("3.") else sorted(home.glob("jars/slf4j-api-*"))
+    jars = [*map(str, first), f"{home / 'jars'}/*"]
+    spark = java_version(options, ":".join([str(icetime_classes), *conf, *jars]))
     assert spark.returncode == 0, spark.stderr
     # On another class path the same options cannot map it: the check above can fail.
     other = java_version(options, str(home / "conf"))

@@ -22,6 +22,10 @@ CATALOG_TYPES = ("sqlite", "postgres", "rest", "server")
 METADATA_ACCESS = ("auto", "pyiceberg", "spark")
 DEFAULT_SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 DEFAULT_POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+DEFAULT_JDBC_JARS = {
+    "sqlite_jdbc_jar": DEFAULT_SQLITE_JDBC_JAR,
+    "postgres_jdbc_jar": DEFAULT_POSTGRES_JDBC_JAR,
+}
 MIN_IDLE_S, MAX_IDLE_S = 10, 7 * 24 * 3600
 
 

@@ -20,7 +20,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, secrets
 from dbt.adapters.icetime.catalog import CatalogSettings, in_object_storage
-from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.credentials import DEFAULT_JDBC_JARS, IcetimeCredentials
 from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
 from dbt.adapters.icetime.spark.classpath import Jar, fetch_missing, session_jars
@@ -33,6 +33,8 @@ logger = AdapterLogger("icetime")
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+SQLITE_PACKAGE = "libxerial-sqlite-jdbc-java"
+POSTGRES_PACKAGE = "libpostgresql-jdbc-java"
 
 # Tuned for a laptop-sized machine: few shuffle partitions, no UI, loopback only, UTC.
 SMALL_MACHINE_CONF = {
@@ -80,7 +82,12 @@ def resolve_settings(creds: IcetimeCredentials, spark: SparkLine | None = None) 
     their cached paths: ``preflight`` fetches what is missing)."""
     spark = spark or installed_line()
     catalog = CatalogSettings.from_credentials(creds)
-    jdbc = {"sqlite": creds.sqlite_jdbc_jar, "postgres": creds.postgres_jdbc_jar}
+    jdbc = {
+        "sqlite": _jdbc_jar("SQLite", "sqlite_jdbc_jar", creds.sqlite_jdbc_jar, SQLITE_PACKAGE),
+        "postgres": _jdbc_jar(
+            "PostgreSQL", "postgres_jdbc_jar", creds.postgres_jdbc_jar, POSTGRES_PACKAGE
+        ),
+    }
     planned = session_jars(spark, catalog, creds.iceberg_jar, creds.object_storage_jars, jdbc)
     conf = dict(SMALL_MACHINE_CONF)
     conf["spark.sql.extensions"] = ICEBERG_EXTENSIONS
@@ -99,6 +106,11 @@ def resolve_settings(creds: IcetimeCredentials, spark: SparkLine | None = None) 
         conf=conf,
         repository=creds.maven_repository,
     )
+
+
+def _jdbc_jar(database: str, key: str, path: str, package: str) -> Jar:
+    default = f"Debian's {package}" if path == DEFAULT_JDBC_JARS[key] else None
+    return Jar(f"{database} JDBC driver", path, key=key, default=default)
 
 
 def describe(settings: EmbeddedSettings) -> list[str]:

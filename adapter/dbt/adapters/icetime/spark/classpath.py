@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.spark import jars
-from dbt.adapters.icetime.spark.stack import Coordinate, SparkLine
+from dbt.adapters.icetime.spark.stack import Coordinate, SparkLine, installed_line
 
 
 @dataclass(frozen=True)
@@ -17,10 +17,14 @@ class Jar:
     what: str  # what it is for, as errors and dbt debug name it
     path: str
     coordinate: Coordinate | None = None  # fetched by coordinates into the cache
-    key: str | None = None  # or set by this profile key
+    key: str | None = None  # the profile key that sets it
+    default: str | None = None  # where it comes from when the profile does not set it
 
     def describe(self) -> str:
-        origin = str(self.coordinate) if self.coordinate else f"profile key '{self.key}'"
+        if self.coordinate is not None:
+            origin = str(self.coordinate)
+        else:
+            origin = self.default or f"profile key '{self.key}'"
         return f"{self.what}: {self.path} ({origin})"
 
 
@@ -29,7 +33,7 @@ def session_jars(
     catalog: CatalogSettings,
     iceberg_jar: str | None,
     object_storage_jars: Sequence[str] | None,
-    jdbc_jars: dict[str, str],
+    jdbc_jars: dict[str, Jar],
 ) -> list[Jar]:
     """The session's jars, the Iceberg runtime first: the runtime of the line unless the
     profile names one; the catalog's JDBC driver; object storage's AWS SDK and S3A."""
@@ -40,8 +44,7 @@ def session_jars(
         runtime = Jar("Iceberg Spark runtime", str(jars.cached(coordinate)), coordinate)
     planned = [runtime]
     if catalog.kind in jdbc_jars:
-        key = f"{catalog.kind}_jdbc_jar"
-        planned.append(Jar(f"{catalog.kind} JDBC driver", jdbc_jars[catalog.kind], key=key))
+        planned.append(jdbc_jars[catalog.kind])
     if catalog.object_storage:
         if object_storage_jars is not None:
             planned += [
@@ -51,6 +54,12 @@ def session_jars(
         else:
             planned += [Jar("object storage", str(jars.cached(c)), c) for c in spark.object_storage]
     return planned
+
+
+def runtime_jar() -> str:
+    """The Iceberg runtime of the installed line, fetched when missing (tools and tests that
+    compile against it)."""
+    return jars.ensure([installed_line().iceberg_runtime])[0]
 
 
 def fetch_missing(planned: Sequence[Jar], repository: str) -> None:

@@ -1,4 +1,6 @@
-{#- The project's warm local Spark server (method: session, server: true): see docs/flow/server.md. -#}
+{#- The project's warm local Spark server (method: session, server: true): see docs/flow/server.md.
+    The adapter's own macros do the work (`dbt.stop_server`: the adapter's project is one of
+    dbt's internal ones), so `dbt run-operation stop_server` needs no package. -#}
 
 {% macro stop_server() %}
   {#- Stop the server of this target's icetime_dir; the next command that needs Spark starts a
@@ -9,11 +11,7 @@
 
 {% macro default__stop_server() %}{{ icetime_requires_adapter('stop_server') }}{% endmacro %}
 
-{% macro icetime__stop_server() %}
-  {%- if execute -%}
-    {{ print(adapter.icetime_server('stop')) }}
-  {%- endif -%}
-{% endmacro %}
+{% macro icetime__stop_server() %}{{ return(dbt.stop_server()) }}{% endmacro %}
 
 {% macro server_status() %}
   {#- Whether the server runs, with its pid, port, uptime and memory (as `dbt debug` shows). -#}
@@ -23,8 +21,4 @@
 
 {% macro default__server_status() %}{{ icetime_requires_adapter('server_status') }}{% endmacro %}
 
-{% macro icetime__server_status() %}
-  {%- if execute -%}
-    {{ print(adapter.icetime_server('status')) }}
-  {%- endif -%}
-{% endmacro %}
+{% macro icetime__server_status() %}{{ return(dbt.server_status()) }}{% endmacro %}

@@ -430,3 +430,34 @@ def test_an_idle_server_exits_and_leaves_nothing(tmp_path: Path) -> None:
     left = sorted(p.name for p in server_files(project).directory.iterdir())
     assert left == ["server.log"], left
     assert "idle for 10s; exiting" in server_files(project).path("server.log").read_text()
+
+
+def test_a_server_whose_project_is_deleted_exits_at_once(tmp_path: Path) -> None:
+    """A temporary project deleted with its server running: the server does not wait for its
+    idle timeout (10 minutes here) to give back its JVM's memory."""
+    project = new_project(tmp_path / "scratch project")
+    dbt_ok(project, "show", "--inline", "select 1 as x")
+    running = state(project)
+    shutil.rmtree(project)
+    gone_in = wait_until(lambda: not alive(running.pid), 30, "the server exits")
+    wait_until(lambda: not alive(running.jvm_pid), 30, "its JVM exits")
+    assert gone_in < 10 and not listening(running.port)
+    log = server_files(project).path("server.log")
+    assert not log.exists()  # the server wrote nothing back where its directory was
+
+
+def test_the_server_is_stopped_with_the_adapter_alone(tmp_path: Path) -> None:
+    """The three-line profile, no icetime package: `dbt run-operation stop_server` stops it."""
+    project = new_project(tmp_path / "bare")
+    (project / "packages.yml").unlink()
+    (project / "dbt_packages" / "icetime").unlink()
+    assert "not running" in dbt_ok(project, "run-operation", "server_status")
+    dbt_ok(project, "show", "--inline", "select 1 as x")
+    running = state(project)
+    assert f"running (pid {running.pid}" in dbt_ok(project, "run-operation", "server_status")
+    output = dbt_ok(project, "run-operation", "stop_server")
+    assert f"Stopped the icetime server (pid {running.pid}, port {running.port})." in output
+    assert not alive(running.pid)
+    refused = run_dbt_process(project, "run-operation", "stop_server", "--args", "{now: true}")
+    assert refused.returncode != 0
+    assert "stop_server: unknown argument(s) now. It takes none." in refused.output

@@ -8,6 +8,8 @@ deletes it), starts Spark exactly as the in-process session would (the same conf
 ``state.json`` once connections are accepted. It exits, removing every file but its log, when:
 
 - no session has been open, and no client has touched ``last_used``, for the idle timeout;
+- its directory is gone or replaced (the project, or its ``icetime_dir``, deleted): at once,
+  touching no file there (a new server may have started in a new directory of that name);
 - it gets SIGTERM or SIGINT (``icetime.stop_server``, or a client replacing it);
 - its JVM is gone.
 
@@ -62,6 +64,7 @@ def main(argv: list[str]) -> int:
     if launch.get("archive_recording"):
         _hold_recorder_lock(launch["archive_recorder"])
     session = None
+    home = _identity(server.directory)
     try:
         session, thrift = _start(launch)
         port = _port(thrift)
@@ -89,9 +92,10 @@ def main(argv: list[str]) -> int:
             ),
             daemon=True,
         ).start()
-        _serve(server, thrift, int(launch["idle_timeout_s"]), stopping)
+        _serve(server, home, thrift, int(launch["idle_timeout_s"]), stopping)
     finally:
-        server.remove_running()
+        if _identity(server.directory) == home:  # else none of the files there are its own
+            server.remove_running()
     _log("stopped")
     recording = launch.get("archive_recording")
     if session is not None and recording:
@@ -233,11 +237,29 @@ def _port(thrift: Any, timeout_s: float = 60.0) -> int:
     raise RuntimeError("the Thrift service did not start listening")
 
 
-def _serve(server: ServerFiles, thrift: Any, idle_timeout_s: int, stopping: list[int]) -> None:
+def _identity(directory: Path) -> tuple[int, int] | None:
+    """Which directory ``directory`` names (device and inode), None when there is none."""
+    try:
+        found = os.stat(directory)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _serve(
+    server: ServerFiles,
+    home: tuple[int, int] | None,
+    thrift: Any,
+    idle_timeout_s: int,
+    stopping: list[int],
+) -> None:
     sessions = _service(thrift, "SparkSQLCLIService").getSessionManager()
     last_active = time.time()
     while not stopping:
         time.sleep(POLL_S)
+        if _identity(server.directory) != home:
+            _log(f"its directory {server.directory} is gone; exiting")
+            return
         try:
             open_sessions = int(sessions.getOpenSessionCount())
         except Exception as exc:  # the JVM is gone: nothing left to serve

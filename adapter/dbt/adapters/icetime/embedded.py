@@ -97,6 +97,9 @@ def resolve_settings(creds: IcetimeCredentials, spark: SparkLine | None = None) 
     conf["spark.sql.warehouse.dir"] = os.path.join(creds.icetime_dir, "spark-warehouse")
     conf.update(catalog.spark_conf())
     conf.update(catalog.s3a_conf())
+    # dbt-spark's session settings, as its session method applies them (to the session it
+    # starts: here the warm server's or this process's); icetime's own spark_conf wins.
+    conf.update(creds.server_side_parameters)
     conf.update(creds.spark_conf)
     return EmbeddedSettings(
         master=creds.spark_master,

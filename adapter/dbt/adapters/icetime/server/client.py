@@ -110,7 +110,6 @@ def _open(hive: Any, endpoint: Endpoint, creds: IcetimeCredentials) -> Any:
         # Each session starts in the profile's catalog (PyHive would `use default`, a namespace
         # the Iceberg catalog need not have).
         database=creds.catalog,
-        configuration=dict(creds.server_side_parameters),
     )
 
 

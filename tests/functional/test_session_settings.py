@@ -1,6 +1,7 @@
 """dbt-spark's `server_side_parameters` reach the Spark session of `method: session`, as
 dbt-spark's own session method applies them: in this process (`server: false`) and on the
-warm server, whose settings they are part of (a change starts a server with the new ones)."""
+warm server, whose settings they are part of (a change starts a server with the new ones).
+Values are stored exactly in either of Spark's parser modes (`escapedStringLiterals`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.icetime.server import control
-from tests.support import run_dbt_process, write_project
+from tests.support import pyiceberg_catalog, run_dbt_process, write_project
 
 SHOWN = "select '${spark.sql.shuffle.partitions}' as partitions"
 
@@ -31,5 +32,27 @@ def test_server_side_parameters_reach_the_session(tmp_path: Path, server: bool) 
         profile["spark_conf"] = {"spark.sql.shuffle.partitions": "3"}
         write_project(tmp_path / "project", profile, {})
         assert shown_partitions(project) == "3"
+    finally:
+        control.stop(str(project / ".icetime"))
+
+
+# Strings whose literal Spark reads one way or the other by parser mode, and a plain one.
+TRICKY = ["O'Neil", "back\\slash", "dollar ${x}", "tab\there", r"\d+ digits", "plain"]
+
+
+@pytest.mark.parametrize("escaped", ["true", "false"], ids=["escaped literals", "default"])
+def test_seed_values_are_stored_exactly_in_either_parser_mode(tmp_path: Path, escaped: str) -> None:
+    settings = {"spark.sql.parser.escapedStringLiterals": escaped}
+    project = write_project(tmp_path / "project", {"server_side_parameters": settings}, {})
+    (project / "seeds").mkdir()
+    rows = "".join(f'{i},"{text}"\n' for i, text in enumerate(TRICKY))
+    (project / "seeds" / "people.csv").write_text("id,name\n" + rows)
+    try:
+        result = run_dbt_process(project, "seed")
+        assert result.returncode == 0, result.output[-3000:]
+        profile = {"method": "session", "schema": "probe", "icetime_dir": str(project / ".icetime")}
+        table = pyiceberg_catalog(profile).load_table("probe.people")
+        stored = {row["id"]: row["name"] for row in table.scan().to_arrow().to_pylist()}
+        assert stored == dict(enumerate(TRICKY))
     finally:
         control.stop(str(project / ".icetime"))

@@ -7,7 +7,7 @@ import decimal
 
 import pytest
 
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal, value_literal
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,20 @@ def test_statements_split_at_top_level_semicolons_only() -> None:
         "select 'it\\'s;'",
         '/* ; */ select "q;"',
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("O'Neil", "cast(X'4F274E65696C' as string)"),
+        ("a\\b", "cast(X'615C62' as string)"),
+        ("${x}", "cast(X'247B787D' as string)"),
+        ("tab\there", "cast(X'7461620968657265' as string)"),
+        ("naïve", "'naïve'"),  # no quote, backslash, substitution or control character
+        ("$5 {ok}", "'$5 {ok}'"),
+        (7, "7"),
+        (None, "NULL"),
+    ],
+)
+def test_value_literals_read_alike_in_either_parser_mode(value: object, expected: str) -> None:
+    assert value_literal(value) == expected

@@ -14,7 +14,7 @@ from typing import Any
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import value_literal
 
 
 def session_handle(session: Any) -> Any:
@@ -76,7 +76,7 @@ class IcetimeSessionWrapper(SessionConnectionWrapper):
 
     @classmethod
     def _fix_binding(cls, value: Any) -> str:  # type: ignore[override]
-        return sql_literal(value)
+        return value_literal(value)
 
 
 class IcetimeSessionHandle:

@@ -74,6 +74,26 @@ def sql_literal(value: Any) -> str:
     return "'" + escaped + "'"
 
 
+# A quote, a backslash, Spark's variable substitution or a control character: what a string
+# literal's reading depends on the parser mode for.
+MODE_DEPENDENT = re.compile(r"['\\]|\$\{|[\x00-\x1f\x7f]")
+
+
+def value_literal(value: Any) -> str:
+    """A literal of a data value that reads back exactly in either of Spark's parser modes.
+
+    With ``spark.sql.parser.escapedStringLiterals`` (set by dbt-spark users for regular
+    expressions) Spark keeps a string literal's backslashes; without it, it reads them as
+    escapes: ``sql_literal``'s escaping is exact in the second mode only. A string holding a
+    quote, a backslash, ``${`` or a control character is written as its UTF-8 bytes,
+    ``cast(X'..' as string)``, which both modes read alike; any other value as ``sql_literal``.
+    An expression, not a token: for values (rows, bindings), not for ``OPTIONS`` and the like.
+    """
+    if isinstance(value, str) and MODE_DEPENDENT.search(value):
+        return f"cast(X'{value.encode('utf-8').hex().upper()}' as string)"
+    return sql_literal(value)
+
+
 # Typed literals: exact for the Spark type a value is read back as (changes/values.py renders
 # change rows with them).
 

@@ -10,7 +10,8 @@ literals instead, which each statement reads with no file at all.
 
 Every literal is exact: integers keep their width (``Y``, ``S``, ``L`` suffixes), floating
 point values and decimals go through a cast from their exact text, strings are quoted as
-everywhere else (``sql_literal``, which keeps ``${...}`` from Spark's variable substitution),
+every value is (``value_literal``: the same in either parser mode, and safe from Spark's
+variable substitution),
 timestamps carry their offset or are ``TIMESTAMP_NTZ``. A column of any other type (binary,
 nested, nanosecond timestamps) or a value Python cannot hold (a date past year 9999) leaves the
 rows to the Parquet file.
@@ -27,8 +28,8 @@ from dbt.adapters.icetime.sql import (
     double_literal,
     integer_literal,
     quote_identifier,
-    sql_literal,
     timestamp_literal,
+    value_literal,
 )
 
 MAX_ROWS = 256
@@ -71,7 +72,7 @@ def _render(arrow_type: Any) -> Render | None:
         precision, scale = arrow_type.precision, arrow_type.scale
         return lambda v: decimal_literal(v, precision, scale)
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return sql_literal
+        return value_literal
     if pa.types.is_date32(arrow_type):
         return date_literal
     if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "us":

@@ -3,7 +3,7 @@ the same machine.
 
 - Statements are polled from 2 ms, doubling to 50 ms (dbt-spark sleeps 5 s between polls, made
   for remote clusters: a 0.3 s statement would take 5 s); a poll on loopback costs ~1 ms.
-- Bindings become literals as in the in-process session (``sql.sql_literal``).
+- Bindings become literals as in the in-process session (``sql.value_literal``).
 - A lost connection is not retried (the server is gone; the statement may or may not have run):
   it is one clear error naming the server, and the next command starts a new one.
 - Closing gives the session back for the process's next connection; when the process ends its
@@ -24,7 +24,7 @@ from thrift.transport.TTransport import TTransportException
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.server import files as server_files
-from dbt.adapters.icetime.sql import sql_literal
+from dbt.adapters.icetime.sql import value_literal
 
 # What a connection whose server went away raises (a refused, reset or closed socket).
 LOST = (ConnectionError, EOFError, TTransportException)
@@ -53,7 +53,7 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
 
     @classmethod
     def _fix_binding(cls, value: Any) -> str:  # type: ignore[override]
-        return sql_literal(value)
+        return value_literal(value)
 
     def execute(self, sql: str, bindings: list[Any] | None = None) -> None:
         from pyhive.hive import ttypes

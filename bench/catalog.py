@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.metadata import PyIcebergReader
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
+from dbt.adapters.icetime.spark.embedded import spark_session
 
 
 @dataclass(frozen=True)

@@ -262,7 +262,7 @@ class Upstreams:
         self.spark: Any = None
 
     def run(self, statement: str) -> None:
-        from dbt.adapters.icetime.embedded import spark_session
+        from dbt.adapters.icetime.spark.embedded import spark_session
 
         if self.spark is None:
             self.spark = spark_session(self.creds)

@@ -272,7 +272,13 @@ def main() -> None:
     shares = [float(s) / 100 for s in args.shares.split(",")]
     if WORK.exists():
         subprocess.run(
-            [sys.executable, "-m", "dbt.adapters.icetime.server", "stop", str(WORK / "catalog")],
+            [
+                sys.executable,
+                "-m",
+                "dbt.adapters.icetime.spark.server",
+                "stop",
+                str(WORK / "catalog"),
+            ],
             check=False,
         )
         shutil.rmtree(WORK)

@@ -25,7 +25,7 @@ STARTUP = """
 import time, sys
 t0 = time.monotonic()
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.spark.embedded import spark_session
 profile = {"method": "session", "schema": "s", "icetime_dir": sys.argv[1]}
 creds = IcetimeCredentials.from_dict(profile)
 spark = spark_session(creds)

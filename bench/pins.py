@@ -38,7 +38,7 @@ def build_catalog() -> tuple[str, int]:
     from pyspark.sql import SparkSession  # noqa: F401  (fails early if Spark is missing)
 
     from dbt.adapters.icetime.credentials import IcetimeCredentials
-    from dbt.adapters.icetime.embedded import spark_session
+    from dbt.adapters.icetime.spark.embedded import spark_session
 
     creds = IcetimeCredentials.from_dict(
         {"method": "session", "schema": "bench", "icetime_dir": str(WORK / "catalog")}

@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 from report import Row, measured, write_results
 
-from dbt.adapters.icetime.server import control, java
+from dbt.adapters.icetime.spark.server import control, java
 
 ROOT = Path(__file__).resolve().parents[1]
 

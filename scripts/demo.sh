@@ -31,7 +31,7 @@ fi
 if [ "$mode" = --lakehouse ]; then
   lake_dir="$root/.icetime-lakehouse"
   lakehouse() { (cd "$root" && python -m tests.lakehouse "$@"); }
-  stop_server() { python -m dbt.adapters.icetime.server stop "$lake_dir/icetime" >/dev/null; }
+  stop_server() { python -m dbt.adapters.icetime.spark.server stop "$lake_dir/icetime" >/dev/null; }
   stop_server; lakehouse down "$lake_dir" && rm -rf "$lake_dir"
   # The warm server reads the REST catalog: stopped with it.
   trap 'stop_server; lakehouse down "$lake_dir"' EXIT
@@ -46,7 +46,7 @@ step() { printf '\n\033[1;36m== %s\033[0m\n$ %s\n' "$1" "$2"; eval "$2"; }
 
 # A fresh registry every time: the demo's catalog and warehouse live in .icetime/ (a warm server
 # from an earlier run serves that catalog: stopped first).
-python -m dbt.adapters.icetime.server stop .icetime >/dev/null
+python -m dbt.adapters.icetime.spark.server stop .icetime >/dev/null
 rm -rf .icetime target
 started=$(date +%s)
 

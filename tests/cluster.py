@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import resolve_settings
+from dbt.adapters.icetime.spark.embedded import resolve_settings
 from tests.lakehouse import (
     DEMO_PROFILES,
     WAREHOUSE,

@@ -51,7 +51,7 @@ SESSION_SCRIPT = """
 import sys
 from pyspark import SparkContext
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.spark.embedded import spark_session
 
 creds = IcetimeCredentials.from_dict({"method": "session", "schema": "warm"})
 creds.resolve_paths(sys.argv[1])
@@ -75,8 +75,8 @@ def archive_path() -> Path:
     new file)."""
     import pyspark
 
-    from dbt.adapters.icetime.server.java import server_jar
     from dbt.adapters.icetime.spark.classpath import runtime_jar
+    from dbt.adapters.icetime.spark.server.java import server_jar
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True)
     # icetime's own classes are first on the sessions' class path (server/java.py), and a JVM

@@ -68,7 +68,7 @@ def profile(server: PostgresServer, home: Path) -> dict[str, Any]:
 def writer(profile_file: Path, stop_file: Path, report_file: Path, interval: float) -> None:
     """Append one row per ``interval`` until ``stop_file`` exists; retry lost commit races."""
     from dbt.adapters.icetime.credentials import IcetimeCredentials
-    from dbt.adapters.icetime.embedded import spark_session
+    from dbt.adapters.icetime.spark.embedded import spark_session
 
     target = yaml.safe_load(profile_file.read_text())
     creds = IcetimeCredentials.from_dict(

@@ -128,7 +128,7 @@ HEAVY_MODULES = ("pyspark", "py4j", "pyiceberg", "sqlalchemy", "pyarrow")
 
 def stop_servers_under(root: Path) -> list[str]:
     """Stop the warm servers of every icetime directory under ``root``; what was done."""
-    from dbt.adapters.icetime.server import control
+    from dbt.adapters.icetime.spark.server import control
 
     return [control.stop(str(state.parent.parent)) for state in root.rglob("server/state.json")]
 
@@ -184,7 +184,7 @@ def run_dbt_here(project: Path, *args: str) -> DbtResult:
 def profile_target(icetime_home: Path, **overrides: Any) -> dict[str, Any]:
     """The zero-config icetime profile, pointed at this process's catalog directory, on the
     run's deployment (Spark in this process unless ``--deployment`` says otherwise)."""
-    from dbt.adapters.icetime.embedded import LOG4J_CONFIG
+    from dbt.adapters.icetime.spark.embedded import LOG4J_CONFIG
 
     # The JVM's own options come from SPARK_SUBMIT_OPTS (tests/jvm.py, set by conftest.py);
     # these replace only the adapter's default driver options, so its log configuration stays.
@@ -216,10 +216,10 @@ def with_targets(base: dict[str, Any], schema: str, **suffixes: str) -> dict[str
 
 def pyiceberg_catalog(profile: dict[str, Any]) -> Any:
     """pyiceberg's catalog for an icetime profile target (a catalog the client can open)."""
-    from dbt.adapters.icetime.catalog import CatalogSettings
     from dbt.adapters.icetime.credentials import IcetimeCredentials
     from dbt.adapters.icetime.metadata import PyIcebergReader
     from dbt.adapters.icetime.metadata.rest import RestCatalogReader
+    from dbt.adapters.icetime.spark.catalog import CatalogSettings
 
     keys = {k: v for k, v in profile.items() if k not in ("type", "threads")}
     settings = CatalogSettings.from_credentials(IcetimeCredentials.from_dict(keys))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from dbt.adapters.icetime.server.client import connect_writer
+from dbt.adapters.icetime.spark.server.client import connect_writer
 
 
 def main() -> None:

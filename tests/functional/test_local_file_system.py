@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
-from dbt.adapters.icetime.server.java import LOCAL_FILE_SYSTEM
+from dbt.adapters.icetime.spark.embedded import spark_session
+from dbt.adapters.icetime.spark.server.java import LOCAL_FILE_SYSTEM
 from tests.jvm import SESSION_SCRIPT
 
 NAMESPACE = "local_file_system"

@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.column import iceberg_columns
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.environment import choose_reader
 from dbt.adapters.icetime.metadata import (
     FallbackReader,
@@ -32,6 +30,8 @@ from dbt.adapters.icetime.metadata.model import (
     _frozen,
 )
 from dbt.adapters.icetime.metadata.parse import parse_metadata, type_text
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
+from dbt.adapters.icetime.spark.embedded import spark_session
 
 NAMESPACE = "metadata_readers"
 

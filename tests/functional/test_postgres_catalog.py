@@ -9,9 +9,9 @@ from pathlib import Path
 import psycopg2
 import pytest
 
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.metadata import PyIcebergReader, TableName
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from tests.services import PostgresServer, postgres_server
 from tests.support import run_dbt_process
 

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from dbt.adapters.icetime.server import client, control, daemon, java
-from dbt.adapters.icetime.server.files import SCRATCH, ServerFiles, alive
+from dbt.adapters.icetime.spark.server import client, control, daemon, java
+from dbt.adapters.icetime.spark.server.files import SCRATCH, ServerFiles, alive
 from tests.deployments import budget
 from tests.support import DBT, ROOT, run_dbt_process, write_project
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.icetime.server import control
+from dbt.adapters.icetime.spark.server import control
 from tests.support import pyiceberg_catalog, run_dbt_process, write_project
 
 SHOWN = "select '${spark.sql.shuffle.partitions}' as partitions"

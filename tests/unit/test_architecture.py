@@ -30,17 +30,12 @@ KERNEL = {
     "system",
 }
 INFRASTRUCTURE = {
-    "catalog",
     "column",
-    "connections",
     "credentials",
     "dbt_patches",
-    "embedded",
-    "embedded_handle",
     "environment",
     "listing",
     "relation",
-    "server",
     "spark",
 }
 ENGINE = {"changes"}

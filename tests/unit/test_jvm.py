@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pyspark
 
-from dbt.adapters.icetime.server.java import server_jar
 from dbt.adapters.icetime.spark.classpath import runtime_jar
+from dbt.adapters.icetime.spark.server.java import server_jar
 from tests.jvm import driver_options, ensure_archive
 
 

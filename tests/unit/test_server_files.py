@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.icetime.connections import ENDED, spark_message
-from dbt.adapters.icetime.server import control
-from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
+from dbt.adapters.icetime.spark.connections import ENDED, spark_message
+from dbt.adapters.icetime.spark.server import control
+from dbt.adapters.icetime.spark.server.files import ServerFiles, ServerState, StateUnreadable
 
 
 def test_the_start_lock_is_exclusive_and_leaves_no_file(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_one_server_at_a_time_records_the_class_archive(
 ) -> None:
     import fcntl
 
-    from dbt.adapters.icetime.server.archive import class_archive
+    from dbt.adapters.icetime.spark.server.archive import class_archive
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     jar = tmp_path / "some.jar"

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
+from dbt.adapters.icetime.spark.embedded import spark_session
 from tests.support import (
     MOR,
     profile_target,

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import (
     AFTER_DATA_COMMIT,
     BEFORE_WRITE,
     BETWEEN_DELETE_AND_INSERT,
     DURING_WRITE,
 )
+from dbt.adapters.icetime.spark.embedded import spark_session
 from tests.deployments import budget
 from tests.support import (
     MOR,

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
+from dbt.adapters.icetime.spark.embedded import spark_session
 from tests.support import DBT, ROOT, profile_target, write_project
 
 SCHEMA = "clone_janitors"

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.embedded import spark_session
 from dbt.adapters.icetime.faults import AFTER_DATA_COMMIT, BEFORE_WRITE, DURING_WRITE
+from dbt.adapters.icetime.spark.embedded import spark_session
 from tests.deployments import budget
 from tests.functional.snapshots.history import (
     ORDER_COLUMNS,

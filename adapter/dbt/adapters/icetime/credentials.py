@@ -13,9 +13,9 @@ from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentia
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.icetime import args, errors
-from dbt.adapters.icetime.catalog import CatalogSettings, redact_uri
 from dbt.adapters.icetime.dbt_patches import schemas
 from dbt.adapters.icetime.secrets import MASK
+from dbt.adapters.icetime.spark.catalog import CatalogSettings, redact_uri
 from dbt.adapters.icetime.spark.jars import MAVEN_CENTRAL
 
 CATALOG_TYPES = ("sqlite", "postgres", "rest", "server")

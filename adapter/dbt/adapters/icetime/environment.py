@@ -13,7 +13,6 @@ from __future__ import annotations
 from functools import cached_property
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.listing import Listing, MakeRelation, RunMacro
 from dbt.adapters.icetime.metadata import FallbackReader, readers
 from dbt.adapters.icetime.metadata.readers import (
@@ -23,6 +22,7 @@ from dbt.adapters.icetime.metadata.readers import (
     PyIcebergReader,
 )
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 
 
 class Environment:

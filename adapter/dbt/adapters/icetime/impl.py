@@ -28,7 +28,6 @@ from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.column import IcetimeColumn, query_columns, typed_select, with_comments
 from dbt.adapters.icetime.config import ICEBERG_FILE_FORMAT, IcetimeConfig, tblproperties_items
-from dbt.adapters.icetime.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.dbt_patches import no_op
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history import log as history_log
@@ -40,6 +39,7 @@ from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.metadata.stats import catalog_rows, catalog_table, table_stats
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.services import project_root, run_selection
+from dbt.adapters.icetime.spark.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
@@ -481,7 +481,7 @@ class IcetimeAdapter(SparkAdapter):
     @available
     def icetime_server(self, action: str) -> str:
         """The project's warm local Spark server: its status, or stop it (a sentence)."""
-        from dbt.adapters.icetime.server import control
+        from dbt.adapters.icetime.spark.server import control
 
         creds = self.config.credentials
         return control.answer(creds.uses_server, creds.icetime_dir, action)
@@ -491,7 +491,7 @@ class IcetimeAdapter(SparkAdapter):
         self.execute("select 1 as id")
         creds = self.config.credentials
         if creds.is_embedded:
-            from dbt.adapters.icetime.embedded import describe, resolve_settings
+            from dbt.adapters.icetime.spark.embedded import describe, resolve_settings
 
             for line in describe(resolve_settings(creds)):
                 logger.info(line)

@@ -31,7 +31,6 @@ from dbt.adapters.icetime import wap
 from dbt.adapters.icetime.__version__ import version as icetime_version
 from dbt.adapters.icetime.builds import plan as build_plan
 from dbt.adapters.icetime.builds.session import BuildSession
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.changes.runs import ChangeRuns
 from dbt.adapters.icetime.clones.environments import SourceObject
@@ -52,6 +51,7 @@ from dbt.adapters.icetime.runvars import RunVars
 from dbt.adapters.icetime.scd.session import ScdSnapshots
 from dbt.adapters.icetime.selection import select_unique_ids
 from dbt.adapters.icetime.services import Rows, Services, project_root, run_flags
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dbt.adapters.icetime.catalog import hadoop_path
 from dbt.adapters.icetime.changes.files import StagedRows
 from dbt.adapters.icetime.changes.plan import COMPACTION, ChangeRange, Commit
 from dbt.adapters.icetime.changes.signed import ORD, SIGN, Signed, signed_read
@@ -30,6 +29,7 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
 )
 from dbt.adapters.icetime.metadata.projection import field_projection, spark_type
+from dbt.adapters.icetime.spark.catalog import hadoop_path
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.catalog import in_object_storage
 from dbt.adapters.icetime.changes.cost import (
     FILESYSTEM,
     FIXED_FULL_S,
@@ -84,6 +83,7 @@ from dbt.adapters.icetime.metadata.model import (
     Schema,
     TableMetadata,
 )
+from dbt.adapters.icetime.spark.catalog import in_object_storage
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 if TYPE_CHECKING:

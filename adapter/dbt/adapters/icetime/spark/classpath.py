@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.icetime.catalog import CatalogSettings
 from dbt.adapters.icetime.spark import jars
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.spark.stack import Coordinate, SparkLine, installed_line
 
 

@@ -23,14 +23,15 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import embedded, errors
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.__version__ import version as icetime_version
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.server import files as server_files
-from dbt.adapters.icetime.server import java
-from dbt.adapters.icetime.server.archive import class_archive
-from dbt.adapters.icetime.server.files import ServerFiles, StateUnreadable
-from dbt.adapters.icetime.server.handle import Endpoint, ServerConnectionWrapper
+from dbt.adapters.icetime.spark import embedded
+from dbt.adapters.icetime.spark.server import files as server_files
+from dbt.adapters.icetime.spark.server import java
+from dbt.adapters.icetime.spark.server.archive import class_archive
+from dbt.adapters.icetime.spark.server.files import ServerFiles, StateUnreadable
+from dbt.adapters.icetime.spark.server.handle import Endpoint, ServerConnectionWrapper
 
 logger = AdapterLogger("icetime")
 

@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbt.adapters.icetime.server.java import cache_root
+from dbt.adapters.icetime.spark.server.java import cache_root
 
 
 @dataclass(frozen=True)

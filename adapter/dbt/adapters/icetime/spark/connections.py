@@ -19,10 +19,11 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.icetime import embedded, errors
-from dbt.adapters.icetime.catalog import CatalogSettings
+from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.services import runs_no_statement
+from dbt.adapters.icetime.spark import embedded
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.sql import split_statements
 
 logger = AdapterLogger("icetime")
@@ -59,7 +60,7 @@ class IcetimeConnectionManager(SparkConnectionManager):
         creds = cast(IcetimeCredentials, profile.credentials)
         # No early session for a command that runs no statement (ls, parse, compile, ...).
         if creds.uses_server and not runs_no_statement():
-            from dbt.adapters.icetime.server import client
+            from dbt.adapters.icetime.spark.server import client
 
             client.open_early(creds)
 
@@ -71,12 +72,12 @@ class IcetimeConnectionManager(SparkConnectionManager):
         if connection.state == ConnectionState.OPEN:
             return connection
         if creds.uses_server:
-            from dbt.adapters.icetime.server import client
+            from dbt.adapters.icetime.spark.server import client
 
             connection.handle = client.connect(creds)
         else:
             # (imported here: only an in-process session needs PySpark, slow to import)
-            from dbt.adapters.icetime.embedded_handle import session_handle
+            from dbt.adapters.icetime.spark.embedded_handle import session_handle
 
             connection.handle = session_handle(embedded.spark_session(creds))
         connection.state = ConnectionState.OPEN

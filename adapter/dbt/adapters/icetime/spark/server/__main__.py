@@ -1,4 +1,4 @@
-"""``python -m dbt.adapters.icetime.server status|stop [ICETIME_DIR]``: the warm server of a
+"""``python -m dbt.adapters.icetime.spark.server status|stop [ICETIME_DIR]``: the warm server of a
 project, outside dbt (``dbt debug`` and ``dbt run-operation icetime.stop_server`` are the dbt
 ways). ICETIME_DIR defaults to ``.icetime``."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from dbt.adapters.icetime.server import control
+from dbt.adapters.icetime.spark.server import control
 
 
 def main(argv: list[str]) -> int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbt.adapters.icetime.server import files as server_files
-from dbt.adapters.icetime.server.files import ServerFiles, ServerState, StateUnreadable
+from dbt.adapters.icetime.spark.server import files as server_files
+from dbt.adapters.icetime.spark.server.files import ServerFiles, ServerState, StateUnreadable
 
 # Long enough for a server that is starting to finish (client.START_TIMEOUT_S).
 LOCK_TIMEOUT_S = 180.0

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__:  # imported within icetime (its tests, the type check)
-    from dbt.adapters.icetime.server import files as server_files
+    from dbt.adapters.icetime.spark.server import files as server_files
 else:  # run as a script (client._start): the package would import dbt, ~2 s for nothing here
     import files as server_files  # type: ignore[import-not-found,no-redef]
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, secrets
-from dbt.adapters.icetime.catalog import CatalogSettings, in_object_storage
 from dbt.adapters.icetime.credentials import DEFAULT_JDBC_JARS, IcetimeCredentials
 from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
+from dbt.adapters.icetime.spark.catalog import CatalogSettings, in_object_storage
 from dbt.adapters.icetime.spark.classpath import Jar, fetch_missing, session_jars
 from dbt.adapters.icetime.spark.stack import SparkLine, check_runtime, installed_line
 
@@ -172,7 +172,7 @@ def _with_local_file_system(settings: EmbeddedSettings) -> dict[str, str]:
     """The session's settings with icetime's local file system (``server/LocalFileSystem.java``:
     no ``chmod`` process per file written: 15-20 % of a small commit's CPU). Its jar is compiled
     once per machine with the JDK's ``javac``; without one the session keeps Hadoop's."""
-    from dbt.adapters.icetime.server import java
+    from dbt.adapters.icetime.spark.server import java
 
     try:
         jar = java.server_jar(settings.jars[0])

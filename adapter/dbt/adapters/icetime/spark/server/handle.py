@@ -23,7 +23,7 @@ from dbt_common.exceptions import DbtDatabaseError
 from thrift.transport.TTransport import TTransportException
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.server import files as server_files
+from dbt.adapters.icetime.spark.server import files as server_files
 from dbt.adapters.icetime.sql import value_literal
 
 # What a connection whose server went away raises (a refused, reset or closed socket).

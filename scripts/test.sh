@@ -8,8 +8,10 @@
 #                                          then (with no arguments) one other deployment's
 #                                          lane of the all tier, chosen from the commit
 #   ./scripts/test.sh --all [PYTEST ARGS]  every deployment: the default at full budgets, then
-#                                          the portable tests on each other deployment in turn
-#   ./scripts/test.sh --lane NAME [ARGS]   one deployment's lane of the all tier (no lint)
+#                                          the portable tests on each other deployment in turn,
+#                                          then the pull-request tier on the other Spark line
+#   ./scripts/test.sh --lane NAME [ARGS]   one deployment's lane of the all tier (no lint);
+#                                          spark35: the pull-request tier on Spark 3.5
 #
 # Each lane's pytest writes its JUnit report (every test's duration) to .test-results/LANE.xml,
 # and its time and exit status to .test-results/lanes.tsv. Extra arguments go to every pytest.
@@ -19,7 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mode=pr
 case "${1:-}" in
   --all) mode=all; shift ;;
-  --lane) mode=lane; lane_name=${2:?--lane takes a deployment: server, rest, postgres, cluster, cluster_rest}; shift 2 ;;
+  --lane) mode=lane; lane_name=${2:?--lane takes a deployment (server, rest, postgres, cluster, cluster_rest) or spark35}; shift 2 ;;
 esac
 "$root/scripts/bootstrap.sh" --with-postgres
 export PATH="$root/.venv/bin:$PATH"
@@ -51,6 +53,13 @@ lane() {
   return "$status"
 }
 
+# The other Spark line: the pull-request tier's tests on Spark 3.5, in a virtual environment of
+# its own (docs/spark-lines.md).
+other_line() {
+  ICETIME_VENV="$root/.venv-spark35" ICETIME_SPARK_LINE=3.5 "$root/scripts/bootstrap.sh" --with-postgres
+  PATH="$root/.venv-spark35/bin:$PATH" lane spark35 --deployment session --tier pr "$@"
+}
+
 # The lanes the pull-request run rotates through: every deployment but the session, which the
 # pull-request tier runs itself.
 rotation=(server rest postgres cluster cluster_rest)
@@ -64,12 +73,16 @@ case "$mode" in
       lane "$pick" --deployment "$pick" --tier all
     fi
     ;;
-  lane) lane "$lane_name" --deployment "$lane_name" --tier all "$@" ;;
+  lane)
+    if [ "$lane_name" = spark35 ]; then other_line "$@"
+    else lane "$lane_name" --deployment "$lane_name" --tier all "$@"; fi
+    ;;
   all)
     failed=()
     for deployment in session server rest postgres cluster cluster_rest; do
       lane "$deployment" --deployment "$deployment" --tier all "$@" || failed+=("$deployment")
     done
+    other_line "$@" || failed+=(spark35)
     echo "== lanes (seconds, pytest's exit status)"
     awk -F"\t" '{ printf "%-14s %6s s  exit %s\n", $1, $2, $3 }' "$results/lanes.tsv"
     if [ ${#failed[@]} -gt 0 ]; then

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.lakehouse import Lakehouse, profile_keys
+from tests.lakehouse import BUCKET, Lakehouse, profile_keys
 from tests.services import free_port
 from tests.support import DBT, DbtResult, pyiceberg_catalog, run_dbt_process, write_project
 
@@ -275,3 +275,34 @@ def test_a_missing_bucket_is_a_clear_error_at_debug_and_at_the_first_command(
     # Nothing was written: no table in the catalog, no object in the store.
     catalog = pyiceberg_catalog({**profile, "catalog_properties": {}})
     assert "nobucket" not in {ns[0] for ns in catalog.list_namespaces()}
+
+
+def test_metadata_through_spark_sql_reads_objects_through_s3a(
+    lakehouse: Lakehouse, tmp_path: Path
+) -> None:
+    """`metadata_access: spark` on an s3:// warehouse: the metadata files are read with Spark's
+    `text` source, through Hadoop's S3A, and a CDF model runs from them as from pyiceberg."""
+    profile = {
+        "type": "icetime",
+        "method": "session",
+        "schema": "through_spark",
+        "icetime_dir": str(tmp_path / ".icetime"),
+        "warehouse": f"s3://{BUCKET}/jdbc-warehouse",
+        "metadata_access": "spark",
+        "catalog_properties": {
+            "s3.endpoint": lakehouse.s3_endpoint,
+            "s3.path-style-access": "true",
+            "client.region": "us-east-1",
+        },
+    }
+    models = {"events.sql": EVENTS, "events_latest.sql": EVENTS_LATEST}
+    project = project_on(tmp_path, "through_spark", profile, models)
+    dbt(lakehouse, project, "deps")
+    dbt(lakehouse, project, "run")
+    (project / "models" / "events.sql").write_text(EVENTS.replace("'c'", "'changed'"))
+    output = dbt(lakehouse, project, "--debug", "run").output
+    assert "select value from text.`s3a://" in output  # the metadata file, through S3A
+    assert "_change_type" in output and "from scratch" not in output
+    catalog = pyiceberg_catalog({**profile, "metadata_access": "auto"})
+    rows = catalog.load_table("through_spark.events_latest").scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "a"), (2, "b"), (3, "changed")]

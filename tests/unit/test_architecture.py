@@ -20,6 +20,7 @@ KERNEL = {
     "faults",
     "graph",
     "hooks",
+    "locations",
     "metadata",
     "properties",
     "runvars",

@@ -8,10 +8,11 @@ import pytest
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.locations import hadoop_path
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.readers import _redact
 from dbt.adapters.icetime.spark import jars
-from dbt.adapters.icetime.spark.catalog import CatalogSettings, hadoop_path
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.spark.embedded import ICEBERG_EXTENSIONS, resolve_settings
 from dbt.adapters.icetime.spark.stack import ICEBERG_VERSION, installed_line
 from dbt.adapters.icetime.sql import quote_identifier

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dbt.adapters.icetime.changes.files import StagedRows
 from dbt.adapters.icetime.changes.plan import COMPACTION, ChangeRange, Commit
 from dbt.adapters.icetime.changes.signed import ORD, SIGN, Signed, signed_read
+from dbt.adapters.icetime.locations import hadoop_path
 from dbt.adapters.icetime.metadata.model import (
     ADDED_RECORDS,
     DELETED_RECORDS,
@@ -29,7 +30,6 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
 )
 from dbt.adapters.icetime.metadata.projection import field_projection, spark_type
-from dbt.adapters.icetime.spark.catalog import hadoop_path
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 

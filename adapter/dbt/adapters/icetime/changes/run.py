@@ -76,6 +76,7 @@ from dbt.adapters.icetime.changes.signed import (
     signed_read,
 )
 from dbt.adapters.icetime.changes.state import CdfState, load_state
+from dbt.adapters.icetime.locations import in_object_storage
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import (
     TOTAL_DATA_FILES,
@@ -83,7 +84,6 @@ from dbt.adapters.icetime.metadata.model import (
     Schema,
     TableMetadata,
 )
-from dbt.adapters.icetime.spark.catalog import in_object_storage
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ from urllib.parse import quote, urlparse
 import orjson
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.locations import hadoop_path
 from dbt.adapters.icetime.metadata.model import (
     DATA_MANIFEST,
     DELETE_MANIFEST,
@@ -393,7 +394,9 @@ class SparkSqlReader:
     def _text(self, name: TableName, location: str) -> str:
         if location.endswith(".gz.metadata.json"):
             raise errors.MetadataError(errors.METADATA_COMPRESSED.format(file=location, table=name))
-        rows = self._query(name, f"select value from text.{quote_identifier(location)}")
+        # Through Spark's own file access: an object in S3 by its S3A name.
+        path = quote_identifier(hadoop_path(location))
+        rows = self._query(name, f"select value from text.{path}")
         return "".join(str(row[0]) for row in rows)
 
     def _current_metadata_file(self, name: TableName) -> str:

@@ -20,27 +20,11 @@ from typing import Protocol
 from urllib.parse import quote, urlsplit
 
 from dbt.adapters.icetime import errors, secrets
+from dbt.adapters.icetime.locations import in_object_storage
 
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
-OBJECT_STORE_SCHEMES = ("s3://", "s3a://", "s3n://")
 TEMPORARY_CREDENTIALS = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
-
-
-def in_object_storage(location: str | None) -> bool:
-    """Whether ``location`` (a warehouse, a table's location) is in object storage (S3)."""
-    return (location or "").startswith(OBJECT_STORE_SCHEMES)
-
-
-def hadoop_path(location: str) -> str:
-    """``location`` as Spark's own file access (Hadoop's S3A) names it: ``s3a://`` for an
-    ``s3://`` or ``s3n://`` object, which Iceberg's FileIO reads under any of the three."""
-    for scheme in ("s3://", "s3n://"):
-        if location.startswith(scheme):
-            return "s3a://" + location.removeprefix(scheme)
-    return location
-
-
 # The standard AWS environment variables, as pyiceberg's FileIO properties (Spark's S3FileIO
 # reads the variables itself, through the AWS SDK's default chain).
 AWS_ENVIRONMENT = (

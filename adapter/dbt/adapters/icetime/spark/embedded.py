@@ -20,9 +20,10 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, secrets
 from dbt.adapters.icetime.credentials import DEFAULT_JDBC_JARS, IcetimeCredentials
+from dbt.adapters.icetime.locations import in_object_storage
 from dbt.adapters.icetime.metadata.files import filesystem_for
 from dbt.adapters.icetime.metadata.rest import RestCatalogReader
-from dbt.adapters.icetime.spark.catalog import CatalogSettings, in_object_storage
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.spark.classpath import Jar, fetch_missing, session_jars
 from dbt.adapters.icetime.spark.stack import SparkLine, check_runtime, installed_line
 

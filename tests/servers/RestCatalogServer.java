@@ -48,6 +48,7 @@ import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.jdbc.JdbcCatalog;
 import org.apache.iceberg.rest.CatalogHandlers;
 import org.apache.iceberg.rest.Endpoint;
+import org.apache.iceberg.rest.RESTCatalogProperties.SnapshotMode;
 import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.requests.CreateNamespaceRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
@@ -73,6 +74,8 @@ public class RestCatalogServer {
   private final AtomicInteger conflicts = new AtomicInteger();
   private final ExecutorService work = Executors.newCachedThreadPool();
   private static final long REQUEST_TIMEOUT_S = 10;
+  // The REST spec's default separator of namespace levels in a path or query (URL-encoded).
+  private static final String NAMESPACE_SEPARATOR = "%1F";
 
   RestCatalogServer(String credential, Map<String, String> properties) {
     String[] parts = credential.split(":", 2);
@@ -197,10 +200,10 @@ public class RestCatalogServer {
         return CatalogHandlers.createNamespace(catalog, read(body, CreateNamespaceRequest.class));
       }
       String parent = query(exchange, "parent");
-      Namespace ns = parent == null ? Namespace.empty() : RESTUtil.decodeNamespace(parent);
+      Namespace ns = parent == null ? Namespace.empty() : RESTUtil.decodeNamespace(parent, NAMESPACE_SEPARATOR);
       return CatalogHandlers.listNamespaces(catalog, ns);
     }
-    Namespace ns = RESTUtil.decodeNamespace(decode(p[3]));
+    Namespace ns = RESTUtil.decodeNamespace(decode(p[3]), NAMESPACE_SEPARATOR);
     if (n == 4) {
       switch (method) {
         case "HEAD":
@@ -261,7 +264,7 @@ public class RestCatalogServer {
           }
           return CatalogHandlers.updateTable(catalog, id, read(body, UpdateTableRequest.class));
         default:
-          return CatalogHandlers.loadTable(catalog, id);
+          return CatalogHandlers.loadTable(catalog, id, SnapshotMode.ALL);
       }
     }
     if (kind.equals("views")) {

@@ -487,7 +487,8 @@ class IcetimeAdapter(SparkAdapter):
         return control.answer(creds.uses_server, creds.icetime_dir, action)
 
     def debug_query(self) -> None:
-        """`dbt debug`'s connection test; on the warm server, its live status after it."""
+        """`dbt debug`'s connection test, then what runs: the Spark line and each jar with its
+        source (a remote server: its Spark version); on the warm server, its live status."""
         self.execute("select 1 as id")
         creds = self.config.credentials
         if creds.is_embedded:
@@ -495,6 +496,9 @@ class IcetimeAdapter(SparkAdapter):
 
             for line in describe(resolve_settings(creds)):
                 logger.info(line)
+        else:
+            _, table = self.execute("select version() as version", fetch=True)
+            logger.info(f"the server's Spark: {table.rows[0][0] if table.rows else 'unknown'}")
         if creds.uses_server:
             logger.info(self.icetime_server("status"))
 

@@ -167,7 +167,7 @@ SERVER_CLASSES_COMPILE = "icetime could not compile its local Spark server's cla
 SERVER_LOST = (
     "icetime's local Spark server (pid {pid}, port {port}) stopped during this command: "
     "{reason}\nThe statement may or may not have run; the next command starts a new server. "
-    "Its log is {log}."
+    "Its log is {log} ({previous} once a new server has started)."
 )
 BAD_IDLE_TIMEOUT = "a duration such as 30m, 90s, 2h (at least 10s, at most 7d)"
 SESSION_CONFLICT = (

@@ -9,6 +9,7 @@ started at once therefore start one server, not one each.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import json
@@ -230,6 +231,8 @@ def _start(
     }
     server_files.write_private(server.path(server_files.LAUNCH), json.dumps(launch))
     log = server.path(server_files.LOG)
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(log, server.path(server_files.PREVIOUS_LOG))
     with open(log, "w") as out:
         process = subprocess.Popen(
             [sys.executable, str(DAEMON), str(server.directory)],

@@ -10,7 +10,8 @@
 - ``start.lock``: held while a client starts (or replaces) the server, and by the server while it
   decides to exit; it exists only while held.
 - ``scratch/``: Hive's per-session directories and Derby's log, removed when it exits.
-- ``server.log``: the server's output, kept after it exits.
+- ``server.log``: the server's output, kept after it exits; the one before it is
+  ``server.previous.log`` (why a server stopped stays readable once the next one has started).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ LAUNCH = "launch.json"
 LAST_USED = "last_used"
 LOCK = "start.lock"
 LOG = "server.log"
+PREVIOUS_LOG = "server.previous.log"
 SCRATCH = "scratch"  # Hive's session directories and Derby's log
 
 

@@ -13,6 +13,7 @@ the same machine.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,7 +103,11 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
             reason = "its process is gone (killed, or it crashed)"
         return errors.ServerLostError(
             errors.SERVER_LOST.format(
-                pid=endpoint.pid, port=endpoint.port, reason=reason, log=endpoint.log
+                pid=endpoint.pid,
+                port=endpoint.port,
+                reason=reason,
+                log=endpoint.log,
+                previous=os.path.join(os.path.dirname(endpoint.log), server_files.PREVIOUS_LOG),
             )
         )
 

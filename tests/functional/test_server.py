@@ -415,8 +415,8 @@ class TestWarmServer:
         assert not alive(running.pid) and not alive(running.jvm_pid)
         assert not listening(running.port)
         left = sorted(p.name for p in server_files(project).directory.iterdir())
-        # This project's servers were replaced and killed before: the last two logs stay.
-        assert left == ["server.log", "server.previous.log"], left
+        # Its log, and its predecessor's when the class's earlier tests replaced one.
+        assert left in (["server.log"], ["server.log", "server.previous.log"]), left
         assert "not running" in dbt_ok(project, "run-operation", "icetime.server_status")
 
 

@@ -114,7 +114,7 @@ def resolve_settings(creds: IcetimeCredentials, spark: SparkLine | None = None) 
 
 def _jdbc_jar(database: str, key: str, path: str, package: str) -> Jar:
     default = f"Debian's {package}" if path == DEFAULT_JDBC_JARS[key] else None
-    return Jar(f"{database} JDBC driver", path, key=key, default=default)
+    return Jar(f"{database} JDBC", path, key=key, default=default)
 
 
 def describe(settings: EmbeddedSettings) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,8 @@ from dbt.adapters.icetime.column import (
     may_select_untyped_null,
     typed_nulls,
 )
-from dbt.adapters.icetime.metadata.stats import table_stats
+from dbt.adapters.icetime.metadata.model import Snapshot
+from dbt.adapters.icetime.metadata.stats import catalog_rows, table_stats
 from tests.support import synthetic_table
 
 
@@ -88,6 +90,44 @@ def test_catalog_stats_of_a_table() -> None:
     recorded = replace(table, properties={"icetime.built_from": built})
     found = table_stats(recorded, built_from(recorded, "t"))
     assert found["stats:built_from:value"] == "icetime.raw.a@5, icetime.raw.b@7"
+    assert "stats:rows:value" not in stats  # no summary, no guess
+
     broken = replace(table, properties={"icetime.built_from": "{not json"})
     with pytest.raises(errors.MetadataError, match="The build record of t could not be read"):
         built_from(broken, "t")
+
+
+def test_catalog_rows_and_bytes_come_from_the_current_snapshot_and_rows_only_without_deletes() -> (
+    None
+):
+    def table_with(summary: dict[str, str]) -> Any:
+        return synthetic_table([], snapshots=(Snapshot(1, None, 1, 1000, "m1.avro", 0, summary),))
+
+    sized = table_stats(
+        table_with({"total-records": "12", "total-files-size": "3400", "total-delete-files": "0"}),
+        {},
+    )
+    assert (sized["stats:rows:value"], sized["stats:bytes:value"]) == (12, 3400)
+    deleted = table_stats(
+        table_with({"total-records": "12", "total-files-size": "3400", "total-delete-files": "1"}),
+        {},
+    )
+    assert deleted["stats:bytes:value"] == 3400
+    assert "stats:rows:value" not in deleted
+
+
+def test_spark_s_own_table_estimates_are_not_in_the_catalog() -> None:
+    column = IcetimeColumn(
+        table_database=None,
+        table_schema="s",
+        table_name="t",
+        table_type="table",
+        table_owner="me",
+        table_stats={"stats:bytes:value": 76, "stats:rows:value": 1},
+        column="id",
+        column_index=0,
+        dtype="bigint",
+    )
+    (row,) = catalog_rows(None, [column], {"stats:snapshot_id:value": "5"})
+    assert "stats:bytes:value" not in row and "stats:rows:value" not in row
+    assert row["stats:snapshot_id:value"] == "5"

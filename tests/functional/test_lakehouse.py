@@ -303,6 +303,8 @@ def test_metadata_through_spark_sql_reads_objects_through_s3a(
     output = dbt(lakehouse, project, "--debug", "run").output
     assert "select value from text.`s3a://" in output  # the metadata file, through S3A
     assert "_change_type" in output and "from scratch" not in output
-    catalog = pyiceberg_catalog({**profile, "metadata_access": "auto"})
+    keys = {"s3.access-key-id": lakehouse.access_key, "s3.secret-access-key": lakehouse.secret_key}
+    properties = {**profile["catalog_properties"], **keys}
+    catalog = pyiceberg_catalog({**profile, "catalog_properties": properties})
     rows = catalog.load_table("through_spark.events_latest").scan().to_arrow().to_pylist()
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "a"), (2, "b"), (3, "changed")]

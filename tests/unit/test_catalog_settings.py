@@ -8,6 +8,7 @@ import pytest
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.environment import Environment
 from dbt.adapters.icetime.locations import hadoop_path
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.readers import _redact
@@ -238,3 +239,18 @@ def test_a_catalog_type_with_the_wrong_keys_is_refused(
     with pytest.raises(errors.ConfigurationError, match=message) as raised:
         creds(**profile)
     assert "pw-value" not in str(raised.value)
+
+
+def test_metadata_through_spark_reads_table_files_with_the_profile_s_file_io_settings() -> None:
+    # metadata_access: spark reads the metadata JSON through Spark and the manifests straight
+    # from storage: that FileIO must reach the profile's S3 endpoint, not AWS's default one.
+    settings = CatalogSettings.from_credentials(
+        creds(
+            warehouse="s3://lake/w",
+            catalog_properties={"s3.endpoint": "http://127.0.0.1:9", "client.region": "eu-1"},
+        )
+    )
+    environment = Environment(settings, "spark", None, lambda sql: [])
+    properties = environment.files.file_io().properties
+    assert properties["s3.endpoint"] == "http://127.0.0.1:9"
+    assert properties["s3.region"] == "eu-1"

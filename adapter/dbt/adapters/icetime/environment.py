@@ -35,12 +35,15 @@ class Environment:
     ) -> None:
         # The Iceberg catalog the target builds in (None: the server's default catalog).
         self.catalog = catalog
+        self.settings = settings
         self.reader: MetadataReader = choose_reader(settings, access, run_sql)
 
     @cached_property
     def files(self) -> FileAccess:
         direct = self.reader.direct()
-        return direct if direct is not None else readers.SchemeFileAccess()
+        if direct is not None:
+            return direct
+        return readers.SchemeFileAccess(self.settings.file_io_properties())
 
     def catalog_database(self, database: str | None) -> CatalogClient | None:
         """The catalog itself, when ``database`` is this target's catalog and this client can

@@ -18,7 +18,7 @@ import gzip
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, urlparse
@@ -102,14 +102,18 @@ def pyiceberg_table(reader: MetadataReader, files: FileAccess, name: TableName) 
 
 
 class SchemeFileAccess:
-    """pyiceberg's FileIO chosen by each path's scheme (file:, s3:, ...), with this process's
-    own credentials: the table files of a catalog the client cannot open itself (its
-    metadata then comes through Spark SQL, the files straight from storage)."""
+    """pyiceberg's FileIO chosen by each path's scheme (file:, s3:, ...), with the profile's
+    FileIO properties (an S3 endpoint, path style, region, keys) and this process's own
+    credentials: the table files of a catalog whose metadata comes through Spark SQL, the files
+    straight from storage."""
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        self.properties = dict(properties or {})
 
     def file_io(self) -> Any:
         from pyiceberg.io.pyarrow import PyArrowFileIO
 
-        return PyArrowFileIO()
+        return PyArrowFileIO(self.properties)
 
 
 class CatalogDatabase:

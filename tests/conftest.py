@@ -50,7 +50,7 @@ def shared_scope(nodeid: str) -> str | None:
     path, param = nodeid.split("::")[0], own_scope_param(nodeid)
     if path.endswith(CLUSTER_MODULES) and param is None:
         return CLUSTER_SCOPE
-    if path.endswith("test_lakehouse.py") or (
+    if path.endswith(("test_lakehouse.py", "test_nessie.py")) or (
         path.endswith("test_integration.py") and param == "[lakehouse]"
     ):
         return LAKEHOUSE_SCOPE
@@ -60,7 +60,7 @@ def shared_scope(nodeid: str) -> str | None:
 # The slowest scopes, longest first (seconds of the pull-request tier, measured): the workers
 # take them first, and the many short ones fill in after (longest-processing-time-first).
 SLOWEST = (
-    LAKEHOUSE_SCOPE,  # ~440: the demo's short pass on REST + S3, and test_lakehouse.py
+    LAKEHOUSE_SCOPE,  # ~440: the demo's short pass on REST + S3, test_lakehouse.py, Nessie
     "test_integration.py[embedded]",  # ~360: the demo project end to end
     "test_integration.py[cluster_lakehouse]",  # ~280: a cluster of its own on REST + S3
     "test_server.py",  # ~260: the warm server's life, security and concurrency

@@ -51,6 +51,20 @@ def test_a_jar_is_fetched_once_and_then_read_from_the_cache(tmp_path: Path, cach
     assert not [p for p in cache.rglob("*") if p.name.startswith("fetch-")]  # no work left
 
 
+def test_a_classified_jar_is_fetched_by_its_classifier(tmp_path: Path, cache: Path) -> None:
+    # A runner jar (Nessie's server, say) beside the plain one: the classifier picks it.
+    repository = maven_repository(tmp_path / "repo", b"PK\x05\x06" + bytes(18))
+    runner = b"PK\x05\x06" + bytes(16) + b"\x02\x00rn"  # an empty zip, commented "rn"
+    folder = tmp_path / "repo" / "org" / "example" / "lake" / "lake-tools" / "2.1.0"
+    (folder / "lake-tools-2.1.0-runner.jar").write_bytes(runner)
+    classified = Coordinate("org.example.lake", "lake-tools", "2.1.0", "runner")
+    assert str(classified) == "org.example.lake:lake-tools:2.1.0:runner"
+    (path,) = jars.ensure([classified], repository)
+    assert path == str(cache / "org.example.lake" / "lake-tools-2.1.0-runner.jar")
+    assert Path(path).read_bytes() == runner
+    assert not jars.cached(DEMO).exists()  # only what was asked for
+
+
 def test_a_repository_that_does_not_answer_is_reported_at_once(cache: Path) -> None:
     repository = f"http://127.0.0.1:{free_port()}/maven2/"
     started = time.monotonic()

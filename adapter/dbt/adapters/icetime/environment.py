@@ -15,6 +15,7 @@ from functools import cached_property
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.listing import Listing, MakeRelation, RunMacro
 from dbt.adapters.icetime.metadata import FallbackReader, readers
+from dbt.adapters.icetime.metadata.features import ICEBERG, CatalogFeatures
 from dbt.adapters.icetime.metadata.readers import (
     CatalogClient,
     FileAccess,
@@ -44,6 +45,14 @@ class Environment:
         if direct is not None:
             return direct
         return readers.SchemeFileAccess(self.settings.file_io_properties())
+
+    @cached_property
+    def features(self) -> CatalogFeatures:
+        """What the catalog keeps of a table (less than Iceberg's spec on Nessie)."""
+        direct = self.reader.direct()
+        if isinstance(direct, RestCatalogReader):
+            return direct.features()
+        return ICEBERG
 
     def catalog_database(self, database: str | None) -> CatalogClient | None:
         """The catalog itself, when ``database`` is this target's catalog and this client can

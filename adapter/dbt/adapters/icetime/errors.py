@@ -666,3 +666,14 @@ PLAN_SELECTION_BAD = (
     "icetime.plan: select {value!r} is not accepted: give a dbt selection as text "
     "(e.g. 'marts', 'tag:nightly', '+daily_revenue') or a list of them."
 )
+
+# -- catalogs that keep less than Iceberg's table spec (metadata/features.py) ------------------
+
+CATALOG_REFUSES = (
+    "{operation} is not available on {catalog}: it does not keep {kept}. Nothing was changed. "
+    "Instead: {instead}."
+)
+REF_NOT_KEPT = (
+    "{catalog} accepted {kind} {ref!r} on {table} and did not keep it: its metadata has no "
+    "such ref. The operation stops here; {catalog} does not support table-level {kind}s."
+)

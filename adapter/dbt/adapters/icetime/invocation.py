@@ -88,6 +88,7 @@ class Invocation:
             fetch=host.fetch,
             reader=self.environment.reader,
             files=self.environment.files,
+            features=lambda: self.environment.features,
             catalog=creds.database,
             warehouse=settings.warehouse_location if creds.is_embedded else None,
             sqlite_path=settings.sqlite_path,
@@ -150,6 +151,7 @@ class Invocation:
             branch=self.branch,
             deferral=deferral,
             archive=expire.archived(catalog, self.host.execute, self.host.fetch),
+            features=self.services.features,
         )
 
     # -- dbt's phases, over the hooks --------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime.metadata import FileAccess, MetadataReader
+from dbt.adapters.icetime.metadata.features import CatalogFeatures
 from dbt.adapters.icetime.runvars import RunVars
 
 Rows = Sequence[Sequence[Any]]
@@ -25,6 +26,8 @@ class Services:
     # Table files (manifests, metadata JSON): pyiceberg on the catalog when this client can
     # open it, else by each path's scheme.
     files: FileAccess
+    # What the catalog keeps of a table (asked on first use: on REST, from the server's config).
+    features: Callable[[], CatalogFeatures]
     catalog: str | None
     # The warehouse new tables go to when the catalog is icetime's own (None: the server's).
     warehouse: str | None

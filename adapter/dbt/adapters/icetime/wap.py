@@ -28,6 +28,7 @@ from dbt.adapters.icetime import args, errors, system
 from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.metadata import MAIN_BRANCH, RefKind, TableMetadata, TableName
+from dbt.adapters.icetime.metadata.features import check_ref_kept
 from dbt.adapters.icetime.runvars import RunVars
 from dbt.adapters.icetime.services import Services
 from dbt.adapters.icetime.sql import quote_identifier, set_properties_sql, sql_literal
@@ -108,6 +109,7 @@ class Branches:
         self.execute = services.execute
         self.catalog = services.catalog
         self.project_root = services.project_root
+        self.features = services.features
 
     # -- a branch run's models ----------------------------------------------------------------
 
@@ -124,6 +126,7 @@ class Branches:
             materialized,
             node.config.get("incremental_strategy"),
         )
+        self.features().require_refs("a wap_branch run (branch write-audit-publish)")
         target = None
         if materialized in BRANCHED:
             target = TableName.from_node(node)
@@ -161,12 +164,15 @@ class Branches:
                 f"alter table {table.sql()} create or replace branch {quote_identifier(branch)} "
                 f"as of version {int(metadata.current_snapshot_id)}"
             )
+            refs = self.reader.table(table).refs
+            check_ref_kept(refs, str(table), branch, "branch", self.features())
 
     # -- publish ------------------------------------------------------------------------------
 
     def publish(self, branch: Any, graph: Mapping[str, Any], results: Any) -> str:
         """Fast-forward main to ``branch`` on every table of the project, if its tests passed."""
         name = branch_name(args.required(branch, "icetime.publish", "branch", "a branch name"))
+        self.features().require_refs("icetime.publish")
         path = Path(self.project_root, str(results or "target/run_results.json"))
         tables = [
             TableName.from_node(node)

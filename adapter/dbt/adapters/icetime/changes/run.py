@@ -78,6 +78,7 @@ from dbt.adapters.icetime.changes.signed import (
 from dbt.adapters.icetime.changes.state import CdfState, load_state
 from dbt.adapters.icetime.locations import in_object_storage
 from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.metadata.features import ICEBERG, CatalogFeatures
 from dbt.adapters.icetime.metadata.model import (
     TOTAL_DATA_FILES,
     TOTAL_DELETE_FILES,
@@ -154,6 +155,7 @@ class ChangeRun:
     execute: Callable[[str], object]
     feeds: Feeds
     local_staging: str | None = None  # as Services.local_staging
+    features: CatalogFeatures = ICEBERG  # what the catalog keeps (a gap's reason names it)
     upstreams: dict[str, Upstream] = field(default_factory=dict)
     full_reason: str | None = None
     # The rebuild is cdf_refresh: auto's choice (cheaper than reading the changes).
@@ -448,13 +450,21 @@ class ChangeRun:
         upstream.base, history = versions_range(metadata, to_snapshot, base)
         return history
 
+    def _gap_reason(self, gap: HistoryGap) -> str:
+        if self.features.snapshot_history:
+            return gap.reason
+        return (
+            f"{gap.reason} ({self.features.name} keeps only a table's current snapshot in its "
+            "metadata: every run that finds the input changed is such a gap there)"
+        )
+
     def _gap(self, gap: HistoryGap) -> None:
         template = errors.SNAPSHOT_HISTORY_GAP if self.mode == VERSIONS else errors.HISTORY_GAP
         message = template.format(
             model=self.node_id,
             table=gap.table,
             watermark=gap.watermark.snapshot_id,
-            reason=gap.reason,
+            reason=self._gap_reason(gap),
             target=self.target,
         )
         if self.on_history_gap == GAP_FAIL:

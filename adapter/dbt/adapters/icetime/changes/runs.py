@@ -85,6 +85,7 @@ class ChangeRuns(Hook):
             execute=self.services.execute,
             feeds=self.feeds,
             local_staging=self.services.local_staging,
+            features=self.services.features(),
             **extra,
         )
         self._runs[run.node_id] = run

@@ -68,6 +68,8 @@ class CloneOperations:
     ) -> str:
         operation = "icetime.create_environment"
         name = spec.env_name(args.required(env, operation, "env", "an environment name"))
+        # Each clone's files are kept by a tag on its source.
+        self.services.features().require_refs(f"{operation} (clones protected by a tag)")
         lifetime = args.ttl(args.required(ttl, operation, "ttl", "a lifetime such as 7d or 36h"))
         who = self.owner(owner)
         point = parse_point(at, "at") if at is not None else None

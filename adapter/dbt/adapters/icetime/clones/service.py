@@ -35,6 +35,7 @@ from dbt.adapters.icetime.metadata import (
     TableMetadata,
     TableName,
 )
+from dbt.adapters.icetime.metadata.features import ICEBERG, check_ref_kept
 from dbt.adapters.icetime.metadata.files import filesystem_for, reachable_files
 from dbt.adapters.icetime.metadata.parse import parse_metadata
 from dbt.adapters.icetime.metadata.points import Point, format_ms
@@ -263,6 +264,8 @@ class Cloner:
             self.execute(statement)
 
         system.retry_transient(tag)
+        refs = self.reader.table(clone.source).refs
+        check_ref_kept(refs, str(clone.source), clone.tag, "tag", ICEBERG)
 
     def _location(self, target: TableName, source_location: str, table_uuid: str) -> str:
         """A directory no other table uses: the target's default place plus the clone's UUID."""

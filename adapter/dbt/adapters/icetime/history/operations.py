@@ -71,6 +71,7 @@ class HistoryOperations:
         """Restore tables to a past snapshot; every table is checked before any changes."""
         args.required(to, "icetime.restore", "to", errors.POINT_FORMS)
         point = parse_point(to, "to")
+        self.services.features().require_history("icetime.restore")
         dry = args.flag(dry_run, "dry_run")
         tables = self._targets(model, relation, None)
         restorer = Restorer(
@@ -92,6 +93,7 @@ class HistoryOperations:
         """One tag on every selected table at its current snapshot (all or none)."""
         tag = tags.tag_name(args.required(name, "icetime.tag", "name", "a tag name"))
         tables = self._targets(model, relation, select)
+        self.services.features().require_refs("icetime.tag (a shared tag)")
         made = tags.tag_tables(
             self.services.reader,
             self.services.execute,
@@ -156,6 +158,7 @@ class HistoryOperations:
         """Rows only in one version, and with a key, changed rows and which columns changed."""
         table = self._one(model, relation, "icetime.diff")
         args.required(from_, "icetime.diff", "from", errors.POINT_FORMS)
+        self.services.features().require_history("icetime.diff")
         keys = key_columns(key)
         shown = 0 if rows in (0, False, None) else args.positive_int(rows, "rows")
         metadata = self.services.reader.table(table)

@@ -8,6 +8,7 @@ from typing import Any
 
 from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.metadata import MetadataReader, TableName
+from dbt.adapters.icetime.metadata.features import ICEBERG, check_ref_kept
 from dbt.adapters.icetime.metadata.points import REF_NAME
 from dbt.adapters.icetime.sql import quote_identifier
 
@@ -55,6 +56,7 @@ def tag_tables(
                 f"as of version {int(snapshot_id)}{retain_sql}"
             )
             made.append(table)
+            check_ref_kept(reader.table(table).refs, str(table), name, "tag", ICEBERG)
     except BaseException:
         for table in made:
             execute(f"alter table {table.sql()} drop tag if exists {quote_identifier(name)}")

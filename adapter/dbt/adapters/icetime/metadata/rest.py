@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from dbt.adapters.icetime import errors, secrets
+from dbt.adapters.icetime.metadata.features import CatalogFeatures, from_rest_config
 from dbt.adapters.icetime.metadata.model import Manifest, TableMetadata
 from dbt.adapters.icetime.metadata.names import TableName
 from dbt.adapters.icetime.metadata.parse import parse_metadata
@@ -66,6 +67,10 @@ class RestCatalogReader:
 
     def open(self) -> None:
         self.catalog()
+
+    def features(self) -> CatalogFeatures:
+        """What the server keeps of a table, from the configuration it sent."""
+        return from_rest_config(self.catalog().properties, self.properties.get("uri", "?"))
 
     def direct(self) -> RestCatalogReader:
         return self

@@ -19,6 +19,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.errors import MetadataError, PinError, TableNotFoundError
 from dbt.adapters.icetime.graph import Deferral, Input, ProjectGraph
 from dbt.adapters.icetime.metadata import MetadataReader, RefKind, TableMetadata, TableName
+from dbt.adapters.icetime.metadata.features import ICEBERG, CatalogFeatures
 from dbt.adapters.icetime.metadata.points import AtRef, Point
 from dbt.adapters.icetime.metadata.resolve import Archive, ResolvedPoint, at_instant, resolve
 from dbt.adapters.icetime.pins import record
@@ -52,8 +53,11 @@ class PinSession:
         branch: str | None = None,
         deferral: Deferral | None = None,
         archive: Archive | None = None,
+        features: Callable[[], CatalogFeatures] = lambda: ICEBERG,
     ) -> None:
         self.reader = reader
+        # What the catalog keeps: a pin needs a table's earlier snapshots.
+        self.features = features
         # Expired snapshots icetime archived: timestamps older than the snapshot log.
         self.archive = archive
         # With --defer: which relation a node this run does not build is read from.
@@ -97,6 +101,8 @@ class PinSession:
             try:
                 self._requested = raw_request
                 self._request = self._parse_request(raw_request)
+                if self._request is not None:
+                    self.features().require_history("pin_snapshot (a snapshot-pinned run)")
                 if inputs is None:
                     inputs = project.inputs_of(selected)
                 for table in project.tables():  # a bad pin_snapshot config stops the run

@@ -145,14 +145,25 @@ def _settings_xml(repository: str) -> str:
 
 
 def _module_xml(coordinates: Sequence[Coordinate]) -> str:
-    dependencies = "".join(
-        f"<dependency org={quoteattr(c.group)} name={quoteattr(c.artifact)} "
-        f'rev={quoteattr(c.version)} transitive="false"/>'
-        for c in coordinates
-    )
+    dependencies = "".join(_dependency_xml(c) for c in coordinates)
     return (
-        '<ivy-module version="2.0"><info organisation="icetime" module="jars"/>'
+        '<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/maven">'
+        '<info organisation="icetime" module="jars"/>'
         f"<dependencies>{dependencies}</dependencies></ivy-module>\n"
+    )
+
+
+def _dependency_xml(c: Coordinate) -> str:
+    opening = (
+        f"<dependency org={quoteattr(c.group)} name={quoteattr(c.artifact)} "
+        f'rev={quoteattr(c.version)} transitive="false"'
+    )
+    if not c.classifier:
+        return opening + "/>"
+    # A classified jar (a runner, say): Ivy's Maven namespace names the classifier.
+    return (
+        f'{opening}><artifact name={quoteattr(c.artifact)} type="jar" ext="jar" '
+        f"m:classifier={quoteattr(c.classifier)}/></dependency>"
     )
 
 

@@ -28,18 +28,21 @@ DEFAULT_LINE = "4.1"
 
 @dataclass(frozen=True, order=True)
 class Coordinate:
-    """A jar on a Maven repository: ``group:artifact:version``."""
+    """A jar on a Maven repository: ``group:artifact:version[:classifier]``."""
 
     group: str
     artifact: str
     version: str
+    classifier: str = ""
 
     def __str__(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}"
+        name = f"{self.group}:{self.artifact}:{self.version}"
+        return f"{name}:{self.classifier}" if self.classifier else name
 
     @property
     def file_name(self) -> str:
-        return f"{self.artifact}-{self.version}.jar"
+        suffix = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.artifact}-{self.version}{suffix}.jar"
 
 
 def _s3a_hadoop_3_3(hadoop: str) -> tuple[Coordinate, ...]:

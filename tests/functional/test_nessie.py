@@ -100,6 +100,23 @@ def test_models_build_and_a_cdf_model_meets_a_gap_at_every_change(
     assert rebuilt == rows(lake.load_table("nessie_cdf.events"))
     assert rebuilt == [(1, "a"), (2, "b"), (3, "changed")]
 
+    # An input that did not change is no gap: its watermark is its current snapshot.
+    target_after = lake.load_table("nessie_cdf.events_latest").metadata.current_snapshot_id
+    unchanged = dbt(lakehouse, p, "run", "-s", "events_latest")
+    assert "NO-OP no changes" in unchanged.output, unchanged.output[-3000:]
+    assert lake.load_table("nessie_cdf.events_latest").metadata.current_snapshot_id == target_after
+    # Expiry finds nothing to expire: one snapshot per table.
+    expired = dbt(
+        lakehouse,
+        p,
+        "run-operation",
+        "icetime.expire_snapshots",
+        "--args",
+        "{select: '*', older_than: 0d, retain_last: 1, dry_run: false}",
+    )
+    assert "Expired 0 snapshot(s) of icetime.nessie_cdf.events" in expired.output
+    assert lake.load_table("nessie_cdf.events_latest").metadata.current_snapshot_id == target_after
+
 
 REFUSED = [
     (

@@ -5,7 +5,10 @@ on the embedded default starts one. Two things make a start cheaper, and neither
 the JVM computes:
 
 - ``FAST_START``: the client compiler only and the serial collector (no background compiler
-  threads competing with the other workers for the machine's two cores);
+  threads competing with the other workers for the machine's two cores), with the code cache
+  a JVM reserves by default (240 MB of address space, filled as used): with the client
+  compiler alone the JVM reserves 48 MB, which a warm server on Spark 3.5 filled in the demo's
+  build ("Out of space in CodeCache for method handle intrinsic", a statement failed);
 - a dynamic class-data-sharing archive (JDK 13+): Spark's classes as a start left them, mapped
   from one file instead of read, verified and linked from the jars again. A `dbt` command on
   the demo project ends 2.2-3.2 s sooner with it (docs/testing.md, "Quick test processes").
@@ -26,7 +29,9 @@ import tempfile
 import warnings
 from pathlib import Path
 
-FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
+FAST_START = (
+    "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1 -XX:ReservedCodeCacheSize=240m"
+)
 
 # Spark settings for the tests' tables, which hold a few rows: one partition, no adaptive
 # re-planning, and expressions interpreted rather than compiled to Java and run through Janino.

@@ -12,7 +12,7 @@ import pytest
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.errors import ConfigurationError
-from dbt.adapters.icetime.metadata.features import ICEBERG, from_rest_config
+from dbt.adapters.icetime.metadata.features import ICEBERG, CatalogFeatures, from_rest_config
 from dbt.adapters.icetime.wap import BranchRun, branch_name, check_results, run_branch
 
 FINISHED = "2026-04-21T06:00:00.000000Z"
@@ -77,14 +77,16 @@ class _Config(dict[str, Any]):
     materialized = "view"  # no table to prepare: the node only sets and resets the branch
 
 
-def _branch_run(one_session: bool) -> tuple[BranchRun, list[str]]:
+def _branch_run(
+    one_session: bool, features: CatalogFeatures = ICEBERG
+) -> tuple[BranchRun, list[str]]:
     statements: list[str] = []
     services = SimpleNamespace(
         reader=None,
         execute=statements.append,
         catalog="icetime",
         project_root=".",
-        features=lambda: ICEBERG,
+        features=lambda: features,
     )
     return BranchRun(services, "audit", one_session=one_session), statements  # type: ignore[arg-type]
 
@@ -144,15 +146,8 @@ def test_through_a_server_each_thread_has_its_own_session() -> None:
 def test_on_a_catalog_that_keeps_no_table_refs_a_branch_run_is_refused_before_any_statement() -> (
     None
 ):
-    statements: list[str] = []
-    services = SimpleNamespace(
-        reader=None,
-        execute=statements.append,
-        catalog="icetime",
-        project_root=".",
-        features=lambda: from_rest_config({"nessie.is-nessie-catalog": "true"}, "http://n"),
-    )
-    run = BranchRun(services, "audit", one_session=False)  # type: ignore[arg-type]
+    nessie = from_rest_config({"nessie.is-nessie-catalog": "true"}, "http://n")
+    run, statements = _branch_run(one_session=False, features=nessie)
     with pytest.raises(errors.ConfigurationError, match=r"a wap_branch run .* Project Nessie"):
         run.before_model(_view("a"), "")
     assert statements == []

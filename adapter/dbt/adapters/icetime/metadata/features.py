@@ -21,7 +21,11 @@ from dbt.adapters.icetime import errors
 # The REST configuration key by which Nessie's Iceberg endpoint says what it is.
 NESSIE_MARK = "nessie.is-nessie-catalog"
 
-NESSIE_INSTEAD = {
+KEPT = {
+    "refs": "table-level branches and tags (it accepts them and does not keep them)",
+    "history": "a table's earlier snapshots (its metadata holds only the current one)",
+}
+INSTEAD = {
     "refs": (
         "Nessie's own branches and tags version every table of the catalog at once: make one "
         "with Nessie (its CLI or API) and point a target's catalog_uri at '<uri>/<reference>'"
@@ -46,27 +50,20 @@ class CatalogFeatures:
         """Refuse ``operation``, which makes table branches or tags, on a catalog that does
         not keep them."""
         if not self.table_refs:
-            raise errors.ConfigurationError(
-                errors.CATALOG_REFUSES.format(
-                    operation=operation,
-                    catalog=self.name,
-                    kept="table-level branches and tags (it accepts them and does not keep them)",
-                    instead=NESSIE_INSTEAD["refs"],
-                )
-            )
+            self._refuse(operation, "refs")
 
     def require_history(self, operation: str) -> None:
         """Refuse ``operation``, which reads snapshots before the current one, on a catalog
         that keeps only the current one."""
         if not self.snapshot_history:
-            raise errors.ConfigurationError(
-                errors.CATALOG_REFUSES.format(
-                    operation=operation,
-                    catalog=self.name,
-                    kept="a table's earlier snapshots (its metadata holds only the current one)",
-                    instead=NESSIE_INSTEAD["history"],
-                )
+            self._refuse(operation, "history")
+
+    def _refuse(self, operation: str, need: str) -> None:
+        raise errors.ConfigurationError(
+            errors.CATALOG_REFUSES.format(
+                operation=operation, catalog=self.name, kept=KEPT[need], instead=INSTEAD[need]
             )
+        )
 
 
 ICEBERG = CatalogFeatures("the catalog")

@@ -8,8 +8,9 @@ is a fresh process of that environment, each project on its own warm server. Mea
 1. a warm `dbt show --inline "select 1"` and a warm `dbt run` of 3 table models, each against
    dbt-duckdb on the same project (the anchor, as in bench/server.py);
 2. CDF on a --rows-row order table (default 10 million, 100 files by order id): the most
-   recent 0.1 % of its orders updated in one MERGE (one file rewritten), then the same CDF model forced to `incremental` and to `full`, each its own
-   `dbt run`; model times from run_results.json.
+   recent 0.1 % of its orders updated in one MERGE (one file rewritten), then the same CDF
+   model forced to `incremental` and to `full`, each its own `dbt run`; model times from
+   run_results.json.
 
 Target: no regression over 10 % on the default line (4.1 / 3.5 at most 1.10 on each measure).
 

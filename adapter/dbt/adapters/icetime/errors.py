@@ -675,5 +675,6 @@ CATALOG_REFUSES = (
 )
 REF_NOT_KEPT = (
     "{catalog} accepted {kind} {ref!r} on {table} and did not keep it: its metadata has no "
-    "such ref. The operation stops here; {catalog} does not support table-level {kind}s."
+    "such ref. The operation stops here. Either {catalog} does not keep table-level "
+    "{kind}s, or another writer replaced {table} meanwhile (run it again once it is done)."
 )

@@ -53,6 +53,10 @@ TAG_PREFIX = "icetime_clone:"
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 
 
+# How many times a clone's protective tag is made while the source comes back without it.
+TAG_ATTEMPTS = 3
+
+
 @dataclass(frozen=True)
 class CloneRequest:
     source: TableName
@@ -263,9 +267,15 @@ class Cloner:
         def tag() -> None:
             self.execute(statement)
 
-        system.retry_transient(tag)
-        refs = self.reader.table(clone.source).refs
-        check_ref_kept(refs, str(clone.source), clone.tag, "tag", ICEBERG)
+        # A writer that replaces the source (`CREATE OR REPLACE`) from metadata read before the
+        # tag's commit writes the table's metadata whole, without the tag: read it back, and
+        # tag again while it is missing. A catalog that never keeps it fails the last check.
+        for attempt in range(TAG_ATTEMPTS):
+            system.retry_transient(tag)
+            refs = self.reader.table(clone.source).refs
+            if clone.tag in refs or attempt == TAG_ATTEMPTS - 1:
+                check_ref_kept(refs, str(clone.source), clone.tag, "tag", ICEBERG)
+                return
 
     def _location(self, target: TableName, source_location: str, table_uuid: str) -> str:
         """A directory no other table uses: the target's default place plus the clone's UUID."""

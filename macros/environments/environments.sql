@@ -11,7 +11,7 @@
 {% macro icetime__create_environment(env, ttl, from_schema, state, select, at, owner, replace) %}
   {#- Clone every Iceberg table of from_schema (or of a --state manifest, or a select of them)
       into <schema>__<env>, recreate the views there against the clones, and record it all. -#}
-  {%- if execute %}{{ log(adapter.icetime_create_environment(env, ttl, from_schema, state, select, at, owner, replace), info=true) }}{% endif -%}
+  {%- if execute %}{{ log(adapter.icetime_environments("create_environment", env, ttl, from_schema, state, select, at, owner, replace), info=true) }}{% endif -%}
 {% endmacro %}
 
 
@@ -25,7 +25,7 @@
 {% macro icetime__drop_expired_environments(env, dry_run, ignore_ttl) %}
   {#- The janitor: drops expired clones, their protective tags and the files they wrote.
       A dry run (the default) only lists what it would drop. -#}
-  {%- if execute %}{{ log(adapter.icetime_drop_expired_environments(env, dry_run, ignore_ttl), info=true) }}{% endif -%}
+  {%- if execute %}{{ log(adapter.icetime_environments("drop_expired_environments", env, dry_run, ignore_ttl), info=true) }}{% endif -%}
 {% endmacro %}
 
 

@@ -13,7 +13,7 @@
       configured pin or pins file holds (the project's target/icetime_pins.json and each file in
       `keep_pins`), listed with the reason. Each expired snapshot's metadata is kept in
       icetime_system.snapshot_history for `keep_history`. -#}
-  {%- if execute %}{{ log(adapter.icetime_expire_snapshots(graph, model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins), info=true) }}{% endif -%}
+  {%- if execute %}{{ log(adapter.icetime_history_operation("expire_snapshots", graph, model, relation, select, older_than, retain_last, keep_history, dry_run, keep_pins), info=true) }}{% endif -%}
 {% endmacro %}
 
 

@@ -13,7 +13,7 @@
       fit the terminal (or `width` characters; the widest columns are cut to fit), and returned
       as an agate table. -#}
   {%- if execute -%}
-    {% set table = adapter.icetime_history(graph, model, relation, limit) %}
+    {% set table = adapter.icetime_history_operation("history", graph, model, relation, limit) %}
     {% do print(adapter.icetime_history_text(table, width)) %}
     {{ return(table) }}
   {%- endif -%}
@@ -32,7 +32,7 @@
       `key`, changed rows and the columns that changed; `rows: N` shows up to N of each, changed
       rows as their key and each changed column's old -> new value. `to` defaults to the current
       snapshot. -#}
-  {%- if execute %}{{ log(adapter.icetime_diff(graph, from, to, model, relation, key, rows), info=true) }}{% endif -%}
+  {%- if execute %}{{ log(adapter.icetime_history_operation("diff", graph, from, to, model, relation, key, rows), info=true) }}{% endif -%}
 {% endmacro %}
 
 

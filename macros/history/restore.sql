@@ -11,5 +11,5 @@
   {#- Move tables back to a past state (a snapshot id, a timestamp, or tag:/branch:NAME) as a
       metadata operation, after checking every file that state reads still exists. `model` and
       `relation` take one name or a list; all tables are checked before any is changed. -#}
-  {%- if execute %}{{ log(adapter.icetime_restore(graph, to, model, relation, dry_run), info=true) }}{% endif -%}
+  {%- if execute %}{{ log(adapter.icetime_history_operation("restore", graph, to, model, relation, dry_run), info=true) }}{% endif -%}
 {% endmacro %}

@@ -11,5 +11,5 @@
   {#- One tag `name` on every selected table at its current snapshot, so that
       --vars '{pin_snapshot: "tag:<name>"}' replays them together. All or none. `retain`: a TTL
       such as 30d (counted from now). -#}
-  {%- if execute %}{{ log(adapter.icetime_tag(graph, name, model, relation, select, retain), info=true) }}{% endif -%}
+  {%- if execute %}{{ log(adapter.icetime_history_operation("tag", graph, name, model, relation, select, retain), info=true) }}{% endif -%}
 {% endmacro %}

@@ -64,7 +64,7 @@ class TestClonePossible(CleanOtherSchema, BaseClonePossible):
         assert sql(project, f"show tables in icetime.{other_schema}", "all")
         adapter = project.adapter
         with adapter.connection_named("__test_janitor"):
-            adapter.icetime_drop_expired_environments("otherschema", False, True)
+            adapter.icetime_environments("drop_expired_environments", "otherschema", False, True)
         namespaces = {str(r[0]) for r in sql(project, "show namespaces in icetime", "all")}
         assert other_schema not in namespaces
         assert unique_schema in namespaces

@@ -75,7 +75,9 @@ class TestRestoreAndDiff(PackageProject):
         recorded = properties(project, "{s}.orders")["icetime.restores"]
         assert f'"to_snapshot": {good}' in recorded and f'"from_snapshot": {bad}' in recorded
         with project.adapter.connection_named("__test"):
-            history = project.adapter.icetime_history({"nodes": {}}, None, table, 10)
+            history = project.adapter.icetime_history_operation(
+                "history", {"nodes": {}}, None, table, 10
+            )
         assert history.rows[0]["snapshot_id"] == good
         assert history.rows[0]["note"].startswith(f"restore to {good} by icetime")
         assert history.rows[1]["snapshot_id"] == bad and history.rows[1]["rows_removed"] > 0

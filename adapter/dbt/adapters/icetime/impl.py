@@ -31,7 +31,6 @@ from dbt.adapters.icetime.config import ICEBERG_FILE_FORMAT, IcetimeConfig, tblp
 from dbt.adapters.icetime.dbt_patches import no_op
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history import log as history_log
-from dbt.adapters.icetime.history.operations import HistoryOperations
 from dbt.adapters.icetime.hooks import InputRead
 from dbt.adapters.icetime.invocation import Host, Invocation
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -40,6 +39,7 @@ from dbt.adapters.icetime.metadata.stats import catalog_rows, catalog_table, tab
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.services import project_root, run_selection
 from dbt.adapters.icetime.spark.connections import IcetimeConnectionManager
+from dbt.adapters.icetime.spark.debug import what_runs
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 logger = AdapterLogger("icetime")
@@ -102,7 +102,7 @@ class IcetimeAdapter(SparkAdapter):
         """Tables and views of one namespace; fails closed (``listing.py``)."""
         listing = self.invocation().environment.listing(
             schema_relation.database,
-            self._relation,
+            IcetimeRelation.listed,
             lambda macro, kwargs: self.execute_macro(macro, kwargs=dict(kwargs)),
         )
         return listing.relations(schema_relation)
@@ -121,22 +121,6 @@ class IcetimeAdapter(SparkAdapter):
     def icetime_list_relations(self, schema_relation: BaseRelation) -> list[BaseRelation]:
         """Uncached listing for macros (e.g. dropping a schema's contents); fails closed."""
         return self.list_relations_without_caching(schema_relation)
-
-    def _relation(
-        self, database: str | None, schema: str, name: str, kind: RelationType
-    ) -> BaseRelation:
-        return self.Relation.create(
-            database=database,
-            schema=schema,
-            identifier=name,
-            type=kind,
-            is_iceberg=kind == RelationType.Table,
-            is_delta=False,
-            is_hudi=False,
-        )
-
-    def _table_relation(self, table: TableName) -> BaseRelation:
-        return self._relation(table.catalog, table.namespace, table.name, RelationType.Table)
 
     def _schema_objects(self, schema: str) -> list[SourceObject]:
         relation = self.Relation.create(database=self.icetime_catalog(), schema=schema)
@@ -238,7 +222,7 @@ class IcetimeAdapter(SparkAdapter):
         node = getattr(config, "model", None)
         if node is not None:
             for written in self.invocation().before_model(node):
-                self.cache_added(self._table_relation(written))
+                self.cache_added(IcetimeRelation.of_table(written))
         return super().pre_model_hook(config)
 
     def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
@@ -270,7 +254,7 @@ class IcetimeAdapter(SparkAdapter):
         """Why this run does not build `model` (None: it builds), and the production table
         to clone it from instead (`reuse`, in a --defer run), if any."""
         builds = self.invocation().builds
-        return builds.skip_answer(model["unique_id"], no_op.message, self._table_relation)
+        return builds.skip_answer(model["unique_id"], no_op.message, IcetimeRelation.of_table)
 
     @available
     def icetime_plan(self, select: Any = None) -> dict[str, Any]:
@@ -324,25 +308,9 @@ class IcetimeAdapter(SparkAdapter):
         return tblproperties_items(model["unique_id"], configured, managed)
 
     @available
-    def icetime_cdf_cache(self, model: dict[str, Any], relation: BaseRelation) -> str:
-        self.invocation().cdf.cache(model, relation)
-        return ""
-
-    @available
-    def icetime_key_bounds(self, relation: BaseRelation, key: str) -> list[str] | None:
-        return self.invocation().cdf.key_bounds(relation, key)
-
-    @available
-    def icetime_cdf_recomputed(
-        self, model: dict[str, Any], fresh: BaseRelation
-    ) -> dict[str, str | None]:
-        return self.invocation().cdf.recomputed(model, fresh)
-
-    @available
-    def icetime_cdf_replace_sql(
-        self, model: dict[str, Any], columns: list[str]
-    ) -> dict[str, str] | None:
-        return self.invocation().cdf.replace_sql(model, columns)
+    def icetime_cdf_step(self, step: str, *arguments: Any) -> Any:
+        """``cache``, ``key_bounds``, ``recomputed`` or ``replace_sql`` (cdf/session.py)."""
+        return self.invocation().cdf.step(step, *arguments)
 
     @available
     def icetime_fault(self, point: str) -> str:
@@ -369,13 +337,10 @@ class IcetimeAdapter(SparkAdapter):
     # -- clone environments (clones/) ----------------------------------------------------------
 
     @available
-    def icetime_create_environment(self, *arguments: Any) -> str:
-        """(env, ttl, from_schema, state, select, at, owner, replace), as the macro passes them."""
-        return self.invocation().clones().create_environment(*arguments)
-
-    @available
-    def icetime_drop_expired_environments(self, *arguments: Any) -> str:
-        return self.invocation().clones().drop_expired_environments(*arguments)
+    def icetime_environments(self, operation: str, *arguments: Any) -> str:
+        """``create_environment`` or ``drop_expired_environments``, with the macro's arguments
+        in its order (clones/operations.py)."""
+        return self.invocation().clones().run(operation, *arguments)
 
     @available
     def icetime_environment_report(self, env: Any = None) -> Any:
@@ -418,34 +383,19 @@ class IcetimeAdapter(SparkAdapter):
 
     # -- history operations (history/) ---------------------------------------------------------
 
-    def _history(self, graph: Mapping[str, Any]) -> HistoryOperations:
-        return self.invocation().history(graph, getattr(self, "_macro_resolver", None))
-
     @available
-    def icetime_restore(self, graph: Mapping[str, Any], *arguments: Any) -> str:
-        return self._history(graph).restore(*arguments)
-
-    @available
-    def icetime_tag(self, graph: Mapping[str, Any], *arguments: Any) -> str:
-        return self._history(graph).tag(*arguments)
-
-    @available
-    def icetime_expire_snapshots(self, graph: Mapping[str, Any], *arguments: Any) -> str:
-        return self._history(graph).expire_snapshots(*arguments)
-
-    @available
-    def icetime_history(self, graph: Mapping[str, Any], *arguments: Any) -> Any:
-        """DESCRIBE HISTORY for Iceberg: one row per snapshot-log entry, newest first."""
-        return history_log.as_table(self._history(graph).history(*arguments))
+    def icetime_history_operation(
+        self, operation: str, graph: Mapping[str, Any], *arguments: Any
+    ) -> Any:
+        """``icetime.restore``, ``tag``, ``expire_snapshots``, ``history`` and ``diff``, with the
+        macro's arguments in its order (history/operations.py)."""
+        history = self.invocation().history(graph, getattr(self, "_macro_resolver", None))
+        return history.run(operation, *arguments)
 
     @available
     def icetime_history_text(self, table: Any, width: Any) -> str:
         """`icetime.history` as text whose lines fit ``width`` (default: the terminal's)."""
         return history_log.render_table(table, width)
-
-    @available
-    def icetime_diff(self, graph: Mapping[str, Any], *arguments: Any) -> str:
-        return self._history(graph).diff(*arguments)
 
     @available
     def icetime_table_uuid(self, relation: BaseRelation) -> str:
@@ -487,20 +437,11 @@ class IcetimeAdapter(SparkAdapter):
         return control.answer(creds.uses_server, creds.icetime_dir, action)
 
     def debug_query(self) -> None:
-        """`dbt debug`'s connection test, then what runs: the Spark line and each jar with its
-        source (a remote server: its Spark version); on the warm server, its live status."""
+        """`dbt debug`'s connection test, then what runs (``spark/debug.py``)."""
         self.execute("select 1 as id")
-        creds = self.config.credentials
-        if creds.is_embedded:
-            from dbt.adapters.icetime.spark.embedded import describe, resolve_settings
-
-            for line in describe(resolve_settings(creds)):
-                logger.info(line)
-        else:
-            _, table = self.execute("select version() as version", fetch=True)
-            logger.info(f"the server's Spark: {table.rows[0][0] if table.rows else 'unknown'}")
-        if creds.uses_server:
-            logger.info(self.icetime_server("status"))
+        first = lambda sql: next(iter(self._fetch_rows(sql)), (None,))[0]  # noqa: E731
+        for line in what_runs(self.config.credentials, first):
+            logger.info(line)
 
     @classmethod
     def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.base.relation import BaseRelation
-from dbt.adapters.contracts.relation import ComponentName, Policy
+from dbt.adapters.contracts.relation import ComponentName, Policy, RelationType
 from dbt.adapters.spark.relation import SparkRelation
+
+from dbt.adapters.icetime.metadata.names import TableName
 
 
 @dataclass
@@ -27,6 +30,24 @@ class IcetimeRelation(SparkRelation):
     def __post_init__(self) -> None:
         # dbt-spark rejects any database; in icetime it names the Iceberg catalog.
         pass
+
+    @classmethod
+    def listed(cls, database: str | None, schema: str, name: str, kind: RelationType) -> Any:
+        """A relation as a listing finds it: a table is Iceberg's, never Delta's or Hudi's."""
+        is_table = kind == RelationType.Table
+        return cls.create(
+            database=database,
+            schema=schema,
+            identifier=name,
+            type=kind,
+            is_iceberg=is_table,
+            is_delta=False,
+            is_hudi=False,
+        )
+
+    @classmethod
+    def of_table(cls, table: TableName) -> Any:
+        return cls.listed(table.catalog, table.namespace, table.name, RelationType.Table)
 
     def _is_exactish_match(self, field: ComponentName, value: str) -> bool:
         # Spark resolves unquoted names without regard to case, whoever created the relation:

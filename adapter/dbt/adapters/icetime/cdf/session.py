@@ -183,6 +183,12 @@ class CdfSession:
             )
             run.choose_by_query()
 
+    def step(self, name: str, *arguments: Any) -> Any:
+        """One step of the cdf materialization by name (the macro's ``icetime_cdf_step``)."""
+        if name not in ("cache", "recomputed", "replace_sql", "key_bounds"):
+            raise ValueError(f"no CDF step {name!r}")
+        return getattr(self, name)(*arguments)
+
     def cache(self, model: Mapping[str, Any], relation: Any) -> None:
         """Cache the run's temporary view ``relation`` (its change rows, which two statements
         read) until the run ends, or fails (ChangeRun.cache)."""

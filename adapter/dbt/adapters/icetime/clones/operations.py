@@ -55,6 +55,13 @@ class CloneOperations:
             )
         return spec.owner(value)
 
+    def run(self, operation: str, *arguments: Any) -> str:
+        """An environment operation by its macro's name, with the macro's arguments."""
+        if operation not in ("create_environment", "drop_expired_environments"):
+            raise ValueError(f"no environment operation {operation!r}")
+        result: str = getattr(self, operation)(*arguments)
+        return result
+
     def create_environment(
         self,
         env: Any,

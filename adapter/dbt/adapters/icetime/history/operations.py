@@ -46,6 +46,14 @@ class HistoryOperations:
         # dbt's selector over the manifest, for a select that is not a plain glob.
         self.select_nodes = select_nodes
 
+    def run(self, operation: str, *arguments: Any) -> Any:
+        """One operation by its macro's name, with the macro's arguments in its order."""
+        if operation == "history":
+            return history_log.as_table(self.history(*arguments))
+        if operation not in ("restore", "tag", "expire_snapshots", "diff"):
+            raise ValueError(f"no history operation {operation!r}")
+        return getattr(self, operation)(*arguments)
+
     def _targets(self, model: Any, relation: Any, select: Any) -> list[TableName]:
         return resolve_targets(
             model,

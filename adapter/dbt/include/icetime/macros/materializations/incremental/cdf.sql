@@ -87,7 +87,7 @@
     {%- set changes = icetime_changes_temp_relation('__dbt_tmp') -%}
     {% call statement('create_tmp_relation') %}{{ create_table_as(True, changes, run.sql) }}{% endcall %}
     {%- if run.mode == 'merge' -%}
-      {% do adapter.icetime_cdf_cache(model, changes) %}
+      {% do adapter.icetime_cdf_step("cache", model, changes) %}
     {%- endif -%}
     {%- set model_columns = adapter.get_columns_in_relation(changes) -%}
   {%- endif -%}
@@ -98,21 +98,21 @@
   {%- set bounds = none -%}
   {%- if run.mode == 'merge' -%}
     {%- set first_key = icetime_cdf_unquoted_keys(config.get('unique_key'))[0] -%}
-    {%- set bounds = adapter.icetime_key_bounds(changes, first_key) -%}
+    {%- set bounds = adapter.icetime_cdf_step("key_bounds", changes, first_key) -%}
   {%- endif -%}
   {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
   {%- set recomputed = {'rows': none, 'target_bound': none} -%}
   {%- if run['keys'] -%}
     {#- Kept equal to its query: the affected keys' new rows, one per key (checked), cached,
         and literal bounds of the keys for the scan of the target. -#}
-    {%- set recomputed = adapter.icetime_cdf_recomputed(model, changes) -%}
+    {%- set recomputed = adapter.icetime_cdf_step("recomputed", model, changes) -%}
   {%- endif -%}
   {% do adapter.icetime_fault('during_write') %}
   {%- set replace = none -%}
   {%- if run['keys'] -%}
     {%- set payload_names = columns | map(attribute='name') | map('lower') | list -%}
     {%- set written = target_columns | selectattr('name', 'in', payload_names) | map(attribute='name') | list -%}
-    {%- set replace = adapter.icetime_cdf_replace_sql(model, written) -%}
+    {%- set replace = adapter.icetime_cdf_step("replace_sql", model, written) -%}
   {%- endif -%}
   {%- if replace -%}
     {%- do icetime_cdf_replace_keys(replace) -%}

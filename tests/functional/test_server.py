@@ -155,6 +155,15 @@ class TestWarmServer:
         assert "server: on (stops after 10m idle)" in output  # the profile's setting
         assert f": running (pid {running.pid}, port {running.port}, up " in output  # the server
         assert " MB, stops after 10m 0s idle)" in output
+        # What runs: the installed Spark line, Iceberg, and the runtime jar by its coordinates
+        # in the jar cache.
+        from dbt.adapters.icetime.spark import jars
+        from dbt.adapters.icetime.spark.stack import ICEBERG_VERSION, installed_line
+
+        line = installed_line()
+        assert f"{line.describe()}, Apache Iceberg {ICEBERG_VERSION}" in output
+        runtime = line.iceberg_runtime
+        assert f"{jars.cached(runtime)} ({runtime})" in output
         # Partial parsing survives the server's changing status (its uptime, its memory).
         assert "Unable to do partial parsing" not in dbt_ok(project, "ls", "--log-level", "debug")
 

@@ -40,6 +40,13 @@ TABLE_BUCKET = "tables"
 WAREHOUSE = "lake"  # the REST server's warehouse, by name
 
 
+# A three-row table model the lakehouse tests build (test_lakehouse.py, test_nessie.py).
+EVENTS = (
+    "{{ config(materialized='table') }}\n"
+    "select 1 as id, 'a' as v union all select 2 as id, 'b' as v union all select 3, 'c'"
+)
+
+
 @dataclass(frozen=True)
 class Lakehouse:
     base: str

@@ -19,16 +19,12 @@ from typing import Any
 
 import pytest
 
-from tests.lakehouse import BUCKET, Lakehouse, profile_keys
+from tests.lakehouse import BUCKET, EVENTS, Lakehouse, profile_keys
 from tests.services import free_port
 from tests.support import DBT, DbtResult, pyiceberg_catalog, run_dbt_process, write_project
 
 pytestmark = [pytest.mark.lakehouse, pytest.mark.slow]
 
-EVENTS = (
-    "{{ config(materialized='table') }}\n"
-    "select 1 as id, 'a' as v union all select 2 as id, 'b' as v union all select 3, 'c'"
-)
 # A CDF model over the events table: maintained from its changes.
 EVENTS_LATEST = (
     "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"

@@ -17,16 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.lakehouse import Lakehouse
+from tests.lakehouse import EVENTS, Lakehouse
 from tests.nessie import Nessie, start_nessie, stop_nessie
 from tests.support import DbtResult, pyiceberg_catalog, run_dbt_process, write_project
 
 pytestmark = [pytest.mark.lakehouse, pytest.mark.slow]
 
-EVENTS = (
-    "{{ config(materialized='table') }}\n"
-    "select 1 as id, 'a' as v union all select 2 as id, 'b' as v union all select 3, 'c'"
-)
 EVENTS_LATEST = (
     "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id',"
     " on_history_gap=var('gap', 'fail')) }}\n"
@@ -64,6 +60,14 @@ def catalog(nessie: Nessie, lake: Lakehouse, uri: str | None = None) -> Any:
     return pyiceberg_catalog(profile)
 
 
+def built(nessie: Nessie, lake: Lakehouse, root: Path, name: str) -> tuple[Path, Any]:
+    """A project on Nessie, its models built; and pyiceberg's catalog on Nessie."""
+    built_project = project(nessie, lake, root, name)
+    dbt(lake, built_project, "deps")
+    dbt(lake, built_project, "run")
+    return built_project, catalog(nessie, lake)
+
+
 def rows(table: Any) -> list[tuple[int, str]]:
     return sorted((r["id"], r["v"]) for r in table.scan().to_arrow().to_pylist())
 
@@ -75,10 +79,7 @@ def change_events(project: Path) -> None:
 def test_models_build_and_a_cdf_model_meets_a_gap_at_every_change(
     nessie: Nessie, lakehouse: Lakehouse, tmp_path: Path
 ) -> None:
-    p = project(nessie, lakehouse, tmp_path, "nessie_cdf")
-    dbt(lakehouse, p, "deps")
-    dbt(lakehouse, p, "run")
-    lake = catalog(nessie, lakehouse)
+    p, lake = built(nessie, lakehouse, tmp_path, "nessie_cdf")
     assert rows(lake.load_table("nessie_cdf.events_latest")) == [(1, "a"), (2, "b"), (3, "c")]
     assert len(lake.load_table("nessie_cdf.events").metadata.snapshots) == 1
 
@@ -175,10 +176,7 @@ REFUSED = [
 def test_operations_on_table_refs_or_history_are_refused_at_once_with_nothing_changed(
     nessie: Nessie, lakehouse: Lakehouse, tmp_path: Path
 ) -> None:
-    p = project(nessie, lakehouse, tmp_path, "nessie_refused")
-    dbt(lakehouse, p, "deps")
-    dbt(lakehouse, p, "run")
-    lake = catalog(nessie, lakehouse)
+    p, lake = built(nessie, lakehouse, tmp_path, "nessie_refused")
     commits = nessie.commits()
     state = {
         name: lake.load_table(f"nessie_refused.{name}").metadata

@@ -40,7 +40,7 @@ from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.services import project_root, run_selection
 from dbt.adapters.icetime.spark.connections import IcetimeConnectionManager
 from dbt.adapters.icetime.spark.debug import what_runs
-from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+from dbt.adapters.icetime.sql import quote_identifier, value_literal
 
 logger = AdapterLogger("icetime")
 
@@ -414,8 +414,8 @@ class IcetimeAdapter(SparkAdapter):
 
     @available
     def icetime_quote_string(self, value: Any) -> str:
-        """A Spark SQL string literal for any value (backslash and quote escaped)."""
-        return sql_literal(str(value))
+        """A Spark SQL string for any value, read back exactly in either parser mode."""
+        return value_literal(str(value))
 
     @available
     def icetime_quote_identifier(self, name: Any) -> str:

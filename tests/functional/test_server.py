@@ -151,6 +151,7 @@ class TestWarmServer:
 
     def test_dbt_debug_shows_the_server(self, project: Path) -> None:
         running = started(project)
+        dbt_ok(project, "ls")  # a saved manifest, for the partial-parsing check at the end
         output = dbt_ok(project, "debug")
         assert "server: on (stops after 10m idle)" in output  # the profile's setting
         assert f": running (pid {running.pid}, port {running.port}, up " in output  # the server

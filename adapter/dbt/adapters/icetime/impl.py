@@ -439,9 +439,11 @@ class IcetimeAdapter(SparkAdapter):
     def debug_query(self) -> None:
         """`dbt debug`'s connection test, then what runs (``spark/debug.py``)."""
         self.execute("select 1 as id")
-        first = lambda sql: next(iter(self._fetch_rows(sql)), (None,))[0]  # noqa: E731
-        for line in what_runs(self.config.credentials, first):
+        for line in what_runs(self.config.credentials, self._first_value):
             logger.info(line)
+
+    def _first_value(self, sql: str) -> Any:
+        return next(iter(self._fetch_rows(sql)), (None,))[0]
 
     @classmethod
     def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:

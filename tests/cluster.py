@@ -297,6 +297,10 @@ class Cluster:
                 **self.spark_conf,
             }
         )
+        if self.lake is None:
+            # One catalog connection per Thrift session (docs/cluster.md): a session runs one
+            # statement at a time, and keeps its pool when it ends.
+            conf[f"spark.sql.catalog.{CATALOG}.clients"] = "1"
         command = [
             str(spark_home() / "bin" / "spark-submit"),
             "--master",

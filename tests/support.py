@@ -355,6 +355,17 @@ def current_metadata_file(project: Any, table: str) -> Path:
     return Path("/" + str(found[0]).removeprefix("file:").lstrip("/"))
 
 
+def build_record(project: Any, table: str) -> dict[str, Any]:
+    """The build record of ``{s}.table``'s current state ({} for none), as `icetime.built_from`
+    gives it: from its current snapshot's summary, or kept as a property."""
+    from dbt.adapters.icetime.builds.record import built_from
+    from dbt.adapters.icetime.metadata.parse import parse_metadata
+
+    path = current_metadata_file(project, table)
+    metadata = parse_metadata(table, str(path), path.read_bytes())
+    return built_from(metadata, table)
+
+
 def property_of(project: Any, table: str, key: str) -> str | None:
     found = sql(project, f"show tblproperties {{s}}.{table}", fetch="all")
     return next((str(r[1]) for r in found if r[0] == key), None)

@@ -28,6 +28,7 @@ KERNEL = {
     "selection",
     "services",
     "sql",
+    "summary",
     "system",
 }
 INFRASTRUCTURE = {

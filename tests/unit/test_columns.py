@@ -3,14 +3,13 @@ catalog stats of a table (pure logic; the functional suites run them on Spark)."
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.builds.record import built_from
+from dbt.adapters.icetime.builds.record import BuildRecord, built_from
 from dbt.adapters.icetime.column import (
     IcetimeColumn,
     described_table_comment,
@@ -86,8 +85,8 @@ def test_catalog_stats_of_a_table() -> None:
     assert stats["stats:snapshot_count:value"] == 3
     assert "stats:built_from:value" not in stats
 
-    built = json.dumps({"inputs": {"icetime.raw.b": 7, "icetime.raw.a": 5}, "invocation_id": "x"})
-    recorded = replace(table, properties={"icetime.built_from": built})
+    built = BuildRecord("model.p.m", "table", 3, {"icetime.raw.b": 7, "icetime.raw.a": 5})
+    recorded = replace(table, properties={"icetime.built_from": built.text()})
     found = table_stats(recorded, built_from(recorded, "t"))
     assert found["stats:built_from:value"] == "icetime.raw.a@5, icetime.raw.b@7"
     assert "stats:rows:value" not in stats  # no summary, no guess

@@ -155,15 +155,16 @@ class IcebergTableStats:
             "description": "Rows in the current snapshot",
             "include": True,
         }
-        built = metadata.properties.get("icetime.built_from")
-        if built:
-            inputs = json.loads(built)["inputs"]
+        # What built the current snapshot, from its own summary as any engine reads it.
+        summary = table.current_snapshot().summary
+        if summary.get("icetime.fingerprint"):
+            inputs = json.loads(summary.get("icetime.inputs") or "{}")
             stats["built_from"] = {
                 "id": "built_from",
                 "label": "Built from",
-                "value": ", ".join(f"{n}@{s}" for n, s in sorted(inputs.items()))
+                "value": ", ".join(f"{n}@{i['snapshot_id']}" for n, i in sorted(inputs.items()))
                 or "no Iceberg inputs",
-                "description": "The input snapshots icetime recorded at the table's last build",
+                "description": "The input snapshots of the build that wrote the current snapshot",
                 "include": True,
             }
         return stats

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
-from dbt.adapters.icetime.faults import BEFORE_BUILD_RECORD
+from dbt.adapters.icetime.faults import AFTER_MODEL_COMMIT, BEFORE_BUILD_RECORD
 from tests.support import (
     PackageProject,
+    build_record,
     current_metadata_file,
     install_package,
     operation,
@@ -93,9 +94,9 @@ def metadata_files(project: Any) -> dict[str, Path]:
 
 
 def record(project: Any, table: str) -> dict[str, Any]:
-    raw = property_of(project, table, "icetime.built_from")
-    assert raw is not None, f"{table} has no build record"
-    return dict(json.loads(raw))
+    found = build_record(project, table)
+    assert found, f"{table} has no build record"
+    return found
 
 
 def built(results: Any) -> set[str]:
@@ -234,16 +235,28 @@ class TestSkipUnchanged(PackageProject):
 
     def test_missing_unreadable_stale_and_killed_records_build(self, project: Any) -> None:
         run_dbt(["run", *SKIP])
-        sql(project, "alter table {s}.customers_t unset tblproperties ('icetime.built_from')")
+        # Written by someone else after its build: its current snapshot has no record.
+        sql(project, "insert into {s}.customers_t values (9, 'intruder')")
         _, output = run_dbt_and_capture(["run", *SKIP, "-s", "customers_t"])
-        assert "building customers_t: no build record" in output
+        head = snapshots(project, "customers_t")[-2]
+        assert f"building customers_t: no build record of its current snapshot {head}" in output
+        # A record in the summary that cannot be read, or a damaged kept one, is never skipped on.
+        key = "`spark.sql.iceberg.snapshot-property.icetime.{}`"
+        forged = {"node": "model.test.customers_t", "fingerprint": "sha256:0", "inputs": "[x"}
+        with project.adapter.connection_named("forger"):  # one session: settings, commit
+            for name, value in forged.items():
+                project.adapter.execute(f"set {key.format(name)}=`{value}`")
+            schema = f"icetime.{project.test_schema}"
+            project.adapter.execute(f"insert into {schema}.customers_t values (10, 'forger')")
+            for name in forged:
+                project.adapter.execute(f"reset {key.format(name)}")
+        _, output = run_dbt_and_capture(["run", *SKIP, "-s", "customers_t"])
+        assert "building customers_t: its build record could not be read: " in output
         sql(project, "alter table {s}.customers_t set tblproperties ('icetime.built_from'='[x')")
         _, output = run_dbt_and_capture(["run", *SKIP, "-s", "customers_t"])
         assert "building customers_t: its build record could not be read: not JSON" in output
-        # Written by someone else after its build: the record describes an older state.
-        sql(project, "insert into {s}.customers_t values (9, 'intruder')")
-        _, output = run_dbt_and_capture(["run", *SKIP, "-s", "customers_t"])
-        assert "building customers_t: the table changed after its recorded build" in output
+        sql(project, "alter table {s}.customers_t unset tblproperties ('icetime.built_from')")
+        assert built(run_dbt(["run", *SKIP, "-s", "customers_t"])) == set()
         self.check_oracles(project)
 
         # An input whose metadata cannot be read stops the run: never read as unchanged.
@@ -256,8 +269,31 @@ class TestSkipUnchanged(PackageProject):
             metadata.write_bytes(saved)
         assert f"Cannot pin icetime.{project.test_schema}.customers" in output, output
 
-        # Killed after the commit, before the record: the next run builds it again.
+        # Killed right after its commit: the record rode the commit, the build is done.
         sql(project, "insert into {s}.customers values (3, 'hedy')")
+        killed = run_dbt_process(
+            Path(project.project_root),
+            "run",
+            *SKIP,
+            "-s",
+            "customers_t",
+            env={"ICETIME_FAULT": AFTER_MODEL_COMMIT},
+            profiles_dir=Path(project.profiles_dir),
+        )
+        assert killed.returncode != 0
+        assert rows(project, "select count(*) from {s}.customers_t") == [(3,)]  # committed
+        assert built(run_dbt(["run", *SKIP, "-s", "customers_t"])) == set()
+        # With a post-hook, a build is done only when the hook ran: killed after the commit,
+        # before its record is kept, the next run builds it again.
+        write_file(
+            "{{ config(materialized='table', post_hook='select 1') }}\n"
+            "select id, name from {{ source('raw', 'customers') }}",
+            project.project_root,
+            "models",
+            "customers_t.sql",
+        )
+        run_dbt(["run", *SKIP, "-s", "customers_t"])
+        sql(project, "insert into {s}.customers values (4, 'alan')")
         killed = run_dbt_process(
             Path(project.project_root),
             "run",
@@ -268,9 +304,10 @@ class TestSkipUnchanged(PackageProject):
             profiles_dir=Path(project.profiles_dir),
         )
         assert killed.returncode != 0
-        assert rows(project, "select count(*) from {s}.customers_t") == [(3,)]  # committed
+        assert rows(project, "select count(*) from {s}.customers_t") == [(4,)]  # committed
         _, output = run_dbt_and_capture(["run", *SKIP, "-s", "customers_t+"])
-        assert "building customers_t: the table changed after its recorded build" in output
+        head = snapshots(project, "customers_t")[-2]
+        assert f"building customers_t: no build record of its current snapshot {head}" in output
         self.check_oracles(project)
 
     def test_full_refresh_and_non_iceberg_inputs_always_build(self, project: Any) -> None:

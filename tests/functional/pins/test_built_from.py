@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.support import PackageProject, install_package, property_of, raw_sources, snapshots, sql
+from tests.support import PackageProject, build_record, install_package, raw_sources, snapshots, sql
 
 MODELS = {
     "sources.yml": raw_sources("events", "devices"),
@@ -60,9 +60,8 @@ class TestBuiltFrom(PackageProject):
     def records(self, project: Any) -> dict[str, dict[str, Any]]:
         found = {}
         for table in ("over_views", "kinds", "events_inc", "events_cdf", "events_history"):
-            raw = property_of(project, table, "icetime.built_from")
-            assert raw is not None, f"{table} has no built_from"
-            found[table] = json.loads(raw)
+            found[table] = build_record(project, table)
+            assert found[table], f"{table} has no build record"
         return found
 
     def last_invocation(self, project: Any) -> str:

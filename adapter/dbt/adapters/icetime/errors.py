@@ -678,3 +678,7 @@ REF_NOT_KEPT = (
     "such ref. The operation stops here. Either {catalog} does not keep table-level "
     "{kind}s, or another writer replaced {table} meanwhile (run it again once it is done)."
 )
+SUMMARY_VALUE_SUBSTITUTED = (
+    "{value!r} cannot be written into a snapshot's summary: Spark would replace its '${{...}}' "
+    "with a variable. Rename the model or table so that its name holds no '${{'."
+)

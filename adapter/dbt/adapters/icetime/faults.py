@@ -21,7 +21,10 @@ AFTER_DATA_COMMIT = "after_data_commit"
 # A model kept equal to its query: after the affected keys' rows were deleted on the target's
 # branch, before their new rows are inserted (changes/run.py, ChangeRun.replace_sql).
 BETWEEN_DELETE_AND_INSERT = "between_delete_and_insert"
-# After a model's build committed, before its build record is written (builds/session.py).
+# After a model's materialization completed, before anything else (builds/session.py).
+AFTER_MODEL_COMMIT = "after_model_commit"
+# After a model's build committed, before its build record is kept as a table property
+# (builds/session.py: a build that committed nothing, or has a post-hook, grants or docs).
 BEFORE_BUILD_RECORD = "before_build_record"
 # After the janitor chose what to drop, before it drops anything (clones/operations.py).
 BEFORE_JANITOR_DROP = "before_janitor_drop"

@@ -326,8 +326,8 @@ class IcetimeAdapter(SparkAdapter):
 
     @available
     def icetime_change_finish(self, model: Mapping[str, Any], committed: bool) -> str:
-        """The watermarks move; the build record goes in the same commit when it can."""
-        self.invocation().change_finish(model, committed)
+        """The watermarks move (the build record rode the data commit)."""
+        self.invocation().changes.finish(model, committed)
         return ""
 
     @available

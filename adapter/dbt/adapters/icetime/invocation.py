@@ -211,13 +211,6 @@ class Invocation:
 
     # -- steps that join two features ---------------------------------------------------------
 
-    def change_finish(self, model: Mapping[str, Any], committed: bool) -> None:
-        """A change run's watermarks move; its build record goes in the same commit when it
-        can."""
-        self.changes.finish(
-            model, committed, lambda written: self.builds.record_now(model, written)
-        )
-
     def plan(self, manifest: Any, select: Any) -> dict[str, Any]:
         """`icetime.plan`: build or skip, and why, for each selected model; writes nothing."""
 

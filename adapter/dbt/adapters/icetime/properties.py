@@ -11,7 +11,7 @@ PREFIX = "icetime."
 
 # The CDF watermarks of a target (changes/state.py).
 CDF_STATE = "icetime.cdf.state"
-# The input snapshots a table was last built from (pins/builds.py).
+# A build's record, where its build committed nothing (builds/record.py).
 BUILT_FROM = "icetime.built_from"
 # The restores icetime made on a table (history/restore.py).
 RESTORES = "icetime.restores"

@@ -48,6 +48,9 @@ class Candidate:
     foreign: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
     unreadable: Mapping[str, str] = field(default_factory=dict)
+    # Whether something runs after its commit that can still fail it (a post-hook, grants,
+    # persisted docs): then only a record written after the materialization completed counts.
+    confirmed: bool = False
 
     def logical_inputs(self) -> dict[str, int]:
         return {self.nodes.get(t, t): s for t, (s, _) in self.inputs.items()}

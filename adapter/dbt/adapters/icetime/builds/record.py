@@ -1,30 +1,32 @@
-"""The record of a build, kept on the table it wrote (table property ``icetime.built_from``).
+"""The record of a build: what a table's current state was built from, for build skipping.
 
-Format (``record_version`` 1)::
+A build writes its record in the summary of every snapshot it commits (``summary.py``), in the
+same commit as the data: read back here as a ``BuildRecord`` of the table's current snapshot.
+A build that commits nothing (an incremental run with no new rows) leaves the current snapshot
+as it was, built from older inputs: it keeps its record in the table property
+``icetime.built_from`` instead, naming that snapshot. That property's format (``record_version``
+1), also what ``icetime.built_from`` returns::
 
     {
       "record_version": 1,
       "node": "model.shop.daily_revenue",
       "materialized": "table",
-      "snapshot_id": 5812...,                      # the table's snapshot this build committed
+      "snapshot_id": 5812...,                      # the table's snapshot it describes
       "inputs": {"icetime.raw.orders": 4410...},   # each Iceberg table read, at its snapshot
       "input_uuids": {"icetime.raw.orders": "9c1f..."},
       "input_nodes": {"icetime.raw.orders": "source.shop.raw.orders"},  # what each input is
       "views": {"model.shop.stg_orders": "sha256:..."},  # views read through: their SQL
       "fingerprint": "sha256:...",                 # see fingerprint.py
       "icetime_version": "0.1.0",
-      "built_at": "2026-04-21T06:00:03.120Z",      # when the build started
+      "built_at": "2026-04-21T06:00:03.120Z",      # the build's start (from a summary: its commit)
       "built_at_ms": 1776751203120,
       "invocation_id": "..."
     }
 
-It has the shape of the ``refresh-state`` of Iceberg's materialized-view proposal: the state of
-every source table (uuid and snapshot id) for one snapshot of the table that stores the result.
-The proposal puts it in that snapshot's summary. Spark 3.5 SQL cannot write a snapshot summary
-(Iceberg 1.10 takes summary entries only as DataFrame write options or through its Java API), so
-icetime keeps it in a table property and names the snapshot it describes: a record whose
+Tables built before records rode the commits have only that property; a record whose
 ``snapshot_id`` is not the table's current snapshot describes an older state and counts as
-missing.
+missing. A build with something after its commit that could still fail it (a post-hook, grants,
+persisted docs) counts only with the property, written once it completed.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.icetime import errors, properties
+from dbt.adapters.icetime import errors, properties, summary
 from dbt.adapters.icetime.errors import UnreadableRecord
 from dbt.adapters.icetime.metadata import TableMetadata
 from dbt.adapters.icetime.metadata.points import format_ms
@@ -100,19 +102,47 @@ def raw_record(metadata: TableMetadata) -> dict[str, Any]:
 
 
 def built_from(metadata: TableMetadata, table: object) -> dict[str, Any]:
-    """The record's JSON as stored ({} when the table has none), for reading it as it is
+    """The record of the table's current state as JSON ({} when it has none), for reading it
     (``icetime.built_from``, the docs' stats). One that cannot be read is refused, never {}."""
     try:
-        return raw_record(metadata)
+        record = current_record(metadata)
+        return {} if record is None else record.document()
     except UnreadableRecord as exc:
         raise errors.MetadataError(
             errors.BUILD_RECORD_UNREADABLE.format(table=table, reason=exc)
         ) from exc
 
 
+def current_record(metadata: TableMetadata, confirmed: bool = False) -> BuildRecord | None:
+    """The record of the table's current state (None: there is none, or it is of an older
+    state). ``confirmed``: only a record kept after its build completed counts (a build with
+    something after its commit that could fail it). Raises ``UnreadableRecord`` as
+    ``read_record`` does."""
+    head = metadata.current_snapshot
+    kept = read_record(metadata)
+    if head is None or (kept is not None and kept.snapshot_id == head.snapshot_id):
+        return kept  # kept after the build completed (or by a build that committed nothing)
+    found = summary.read_record(head.summary)
+    if confirmed or found is None or found.fingerprint is None:
+        return None  # not a commit of an icetime build (another engine's, say)
+    return BuildRecord(
+        node=found.node,
+        materialized=None,
+        snapshot_id=head.snapshot_id,
+        inputs={table: i.snapshot_id for table, i in found.inputs.items()},
+        input_uuids={t: i.table_uuid for t, i in found.inputs.items() if i.table_uuid},
+        input_nodes={t: i.node for t, i in found.inputs.items() if i.node},
+        views=found.views,
+        fingerprint=found.fingerprint,
+        icetime_version=found.version,
+        built_at_ms=head.timestamp_ms,
+        invocation_id=found.invocation_id,
+    )
+
+
 def read_record(metadata: TableMetadata) -> BuildRecord | None:
-    """The table's build record (None: it has none). Raises ``UnreadableRecord`` for a record
-    of another version or shape: "could not read the record" never means "unchanged"."""
+    """The table's build record property (None: it has none). Raises ``UnreadableRecord`` for a
+    record of another version or shape: "could not read the record" never means "unchanged"."""
     document = raw_record(metadata)
     if not document:
         return None
@@ -139,13 +169,24 @@ def read_record(metadata: TableMetadata) -> BuildRecord | None:
 
 
 def set_record_sql(table_sql: str, record: BuildRecord) -> str:
-    """The statement that stores ``record`` on the table (a property: no new snapshot)."""
-    return set_properties_sql(table_sql, record_properties(record))
+    """The statement that keeps ``record`` on the table (a property: no new snapshot)."""
+    return set_properties_sql(table_sql, {properties.BUILT_FROM: record.text()})
 
 
-def record_properties(record: BuildRecord) -> dict[str, str]:
-    """``record`` as the table property it is stored in."""
-    return {properties.BUILT_FROM: record.text()}
+def snapshot_record(record: BuildRecord) -> summary.SnapshotRecord:
+    """What a build's commits carry in their summaries (``summary.py``)."""
+    inputs = {
+        table: summary.Input(snapshot, record.input_uuids.get(table), record.input_nodes.get(table))
+        for table, snapshot in record.inputs.items()
+    }
+    return summary.SnapshotRecord(
+        node=record.node,
+        invocation_id=record.invocation_id,
+        inputs=inputs,
+        fingerprint=record.fingerprint,
+        views=record.views,
+        version=record.icetime_version,
+    )
 
 
 def _optional_text(value: Any) -> str | None:

@@ -10,8 +10,11 @@ fingerprint can name inputs the same way in every environment. Around each model
   materialization and no statement;
 - the materialization asks ``skipped`` first (a model cloned from production, or left alone
   where dbt's runner is not patched) and calls ``model_finished`` when it completed;
-- ``after_model`` writes the build record on the table a finished build wrote; ``close``
-  says what the run did with its models.
+- a model that is built gets its record on every commit it makes: ``before_model`` sets the
+  snapshot properties of its connection's session (``summary.py``), ``after_model`` resets
+  them. Then it keeps the record as a table property where the build committed nothing, or
+  marks the build's commit incomplete where the build failed after it; ``close`` says what the
+  run did with its models.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any, TypeVar
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import args, errors, faults
+from dbt.adapters.icetime import args, errors, faults, summary
 from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
 from dbt.adapters.icetime.builds.fingerprint import canonical_view_sql, fingerprint, sql_digest
@@ -33,9 +36,9 @@ from dbt.adapters.icetime.builds.prefetch import Prefetch
 from dbt.adapters.icetime.builds.reads import build_inputs
 from dbt.adapters.icetime.builds.record import (
     BuildRecord,
-    read_record,
-    record_properties,
+    current_record,
     set_record_sql,
+    snapshot_record,
 )
 from dbt.adapters.icetime.config import SCD_STRATEGY
 from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError, UnreadableRecord
@@ -64,8 +67,8 @@ class Pending:
     decision: Decision | None
     # Set when its materialization completed (a failed build is never recorded).
     finished: bool = False
-    # Set when its last commit carried the record (``record_now``): ``after`` writes nothing.
-    recorded: bool = False
+    # The summary keys its connection's session carries (reset after the model).
+    keyed: tuple[str, ...] = ()
 
 
 class BuildSession(Hook):
@@ -206,6 +209,10 @@ class BuildSession(Hook):
         written = TableName.from_node(node, self.services.catalog)
         if materialized not in RECORDED and materialized not in SKIPPABLE:
             self._prefetch.forget(written)  # a seed, say: it writes its table now
+            if materialized == "seed":
+                with self._lock:
+                    self._pending[node.unique_id] = Pending(int(time.time() * 1000), None, None)
+                self._carry(node.unique_id, self._plain_record(node.unique_id))
             return []
         with self._lock:
             if node.unique_id in self._pending:  # decided already, by leaves_alone
@@ -225,7 +232,31 @@ class BuildSession(Hook):
                 self._tally[BUILT if decision.build else CLONED] += 1
         if decision is None or decision.build or decision.reuse is not None:
             self._prefetch.forget(written)
+        if decision is None or decision.build:
+            self._carry(node.unique_id, self._commit_record(node.unique_id, materialized))
         return []
+
+    def _commit_record(self, uid: str, materialized: str) -> summary.SnapshotRecord:
+        """What the model's commits say built them: its build record where it has one."""
+        with self._lock:
+            pending = self._pending[uid]
+        if not self._recordable(pending):
+            return self._plain_record(uid)  # an input unreadable: never a guessed record
+        return snapshot_record(self._record(uid, materialized, None, pending))
+
+    def _plain_record(self, uid: str) -> summary.SnapshotRecord:
+        return summary.SnapshotRecord(
+            node=uid, invocation_id=self.services.invocation_id, version=self.version
+        )
+
+    def _carry(self, uid: str, record: summary.SnapshotRecord) -> None:
+        """Make the model's connection's next commits carry ``record`` (until after_model)."""
+        entries = record.summary()
+        with self._lock:
+            pending = self._pending[uid]
+            pending.keyed = tuple(entries)
+        for statement in summary.set_statements(entries):
+            self.services.execute(statement)
 
     def decide_left_alone(self, node: Any, this_sql: str) -> Decision | None:
         """The decision to leave ``node`` exactly as it is (None: its materialization runs,
@@ -316,7 +347,9 @@ class BuildSession(Hook):
                 foreign.append(str(view))
             except MetadataError as exc:
                 unreadable[str(view)] = str(exc.msg)
+        docs = config.get("persist_docs") or {}
         return Candidate(
+            confirmed=bool(config.get("post-hook") or config.get("grants") or any(docs.values())),
             fingerprint=digest,
             icetime_version=self.version,
             inputs=reads.tables,
@@ -345,9 +378,12 @@ class BuildSession(Hook):
         if isinstance(metadata, Decision):
             return metadata
         try:
-            record = read_record(metadata)
+            record = current_record(metadata, confirmed=candidate.confirmed)
         except UnreadableRecord as exc:
             return build(f"its build record could not be read: {exc}")
+        head = metadata.current_snapshot
+        if record is None and head is not None:
+            return build(f"no build record of its current snapshot {head.snapshot_id}")
         return decide(record, metadata.current_snapshot_id, candidate)
 
     def _decide_view(self, node: Any, view: TableName) -> Decision:
@@ -406,43 +442,42 @@ class BuildSession(Hook):
             said += [f"{tally[BUILT]} built", f"{tally[UNCHANGED]} left unchanged"]
             logger.info("skip_unchanged: " + ", ".join(said))
 
-    def record_now(self, model: Mapping[str, Any], snapshot_id: int | None) -> dict[str, str]:
-        """The build record as table properties, for a build whose last commit can carry it
-        (a CDF model's watermark update, one commit fewer), or {} when ``after`` records it.
-
-        Only when nothing can fail the model after that commit (no post-hook, grants or
-        persisted docs): a record stands for a build that completed."""
-        uid = model["unique_id"]
-        config = model.get("config") or {}
-        docs = config.get("persist_docs") or {}
-        if config.get("post-hook") or config.get("grants") or any(docs.values()):
-            return {}
-        with self._lock:
-            pending = self._pending.get(uid)
-        if pending is None or not self._recordable(pending):
-            return {}
-        pending.recorded = True
-        return record_properties(self._record(uid, config["materialized"], snapshot_id, pending))
-
     def after_model(self, node: Any | None) -> None:
-        """Record on the table a finished build wrote what it was built from."""
+        """Take the model's record off its connection's session. A finished build's record
+        also goes in a table property where its commit cannot stand for it: the build committed
+        nothing, or something after its commit could still have failed it (``confirmed``)."""
         if node is None:
             return
         uid = node.unique_id
         with self._lock:
             pending = self._pending.pop(uid, None)
-        if pending is None or not pending.finished or pending.recorded:
+        if pending is None:
             return
-        if not self._recordable(pending):
+        if pending.finished:
+            faults.maybe_fail(faults.AFTER_MODEL_COMMIT)
+        for statement in summary.reset_statements(pending.keyed):
+            self.services.execute(statement)
+        candidate = pending.candidate
+        if candidate is None or not pending.finished or not self._recordable(pending):
             return
         table = TableName.from_node(node, self.services.catalog)
         try:
             written = self.services.reader.table(table)
         except TableNotFoundError:
             return  # nothing written (an empty `--empty` build, say)
+        head = written.current_snapshot
+        if head is not None and self._committed_by(head.summary, uid) and not candidate.confirmed:
+            return  # the record rode the build's commit
         record = self._record(uid, node.config.materialized, written.current_snapshot_id, pending)
         faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
         self.services.execute(set_record_sql(table.sql(), record))
+
+    def _committed_by(self, entries: Mapping[str, str], uid: str) -> bool:
+        """Whether a snapshot's summary says this invocation's build of ``uid`` committed it."""
+        return (
+            entries.get(summary.NODE) == uid
+            and entries.get(summary.INVOCATION) == self.services.invocation_id
+        )
 
     @staticmethod
     def _recordable(pending: Pending) -> bool:

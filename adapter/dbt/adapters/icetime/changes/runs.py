@@ -9,7 +9,7 @@ deletes the invocation's staged change rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -131,16 +131,8 @@ class ChangeRuns(Hook):
             return None
         return iceberg_columns(run.target_metadata.current_schema, run.target)
 
-    def finish(
-        self,
-        model: Mapping[str, Any],
-        committed: bool,
-        record: Callable[[int | None], Mapping[str, str]] | None = None,
-    ) -> None:
-        """After the data statement: move the watermarks (if it ran) and drop the run's views.
-
-        ``record``: the properties the watermark commit also carries, given the snapshot the
-        data statement committed (the build record, see BuildSession.record_now)."""
+    def finish(self, model: Mapping[str, Any], committed: bool) -> None:
+        """After the data statement: move the watermarks (if it ran) and drop the run's views."""
         run = self._runs.pop(model["unique_id"], None)
         if run is None:
             return
@@ -150,8 +142,7 @@ class ChangeRuns(Hook):
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
             if committed and not run.full:  # a rebuild committed its watermarks with its data
                 written = self.services.reader.table(run.target).current_snapshot_id
-                also = record(written) if record is not None else None
-                write_state(self.services.execute, run.target, run.new_state(written), also)
+                write_state(self.services.execute, run.target, run.new_state(written))
         finally:
             run.close()
 

@@ -76,12 +76,6 @@ def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
         ) from exc
 
 
-def write_state(
-    execute: Callable[[str], object],
-    table: TableName,
-    state: CdfState,
-    also: Mapping[str, str] | None = None,
-) -> None:
-    """Record the watermarks on the target (a metadata-only commit), with ``also``'s
-    properties in the same commit."""
-    execute(set_properties_sql(table.sql(), {CDF_STATE: state.dumps(), **(also or {})}))
+def write_state(execute: Callable[[str], object], table: TableName, state: CdfState) -> None:
+    """Record the watermarks on the target (a metadata-only commit)."""
+    execute(set_properties_sql(table.sql(), {CDF_STATE: state.dumps()}))

@@ -60,7 +60,7 @@ def table_stats(metadata: TableMetadata, record: Mapping[str, Any]) -> dict[str,
                 "built_from",
                 "Built from",
                 built_from or "no Iceberg inputs",
-                "The input snapshots icetime recorded at the table's last build",
+                "The input snapshots of the build that wrote the current snapshot",
             )
         )
     return stats

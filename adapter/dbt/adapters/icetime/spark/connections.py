@@ -79,7 +79,7 @@ class IcetimeConnectionManager(SparkConnectionManager):
             # (imported here: only an in-process session needs PySpark, slow to import)
             from dbt.adapters.icetime.spark.embedded_handle import session_handle
 
-            connection.handle = session_handle(embedded.spark_session(creds))
+            connection.handle = session_handle(embedded.connection_session(creds))
         connection.state = ConnectionState.OPEN
         return connection
 

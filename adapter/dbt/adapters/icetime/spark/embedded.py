@@ -161,7 +161,7 @@ def spark_session(creds: IcetimeCredentials) -> SparkSession:
         preflight(creds, settings)
         started = time.monotonic()
         builder = SparkSession.builder.master(settings.master).appName("icetime")
-        for key, value in _with_local_file_system(settings).items():
+        for key, value in _with_icetime_classes(settings).items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
@@ -169,10 +169,20 @@ def spark_session(creds: IcetimeCredentials) -> SparkSession:
         return session
 
 
-def _with_local_file_system(settings: EmbeddedSettings) -> dict[str, str]:
-    """The session's settings with icetime's local file system (``server/LocalFileSystem.java``:
-    no ``chmod`` process per file written: 15-20 % of a small commit's CPU). Its jar is compiled
-    once per machine with the JDK's ``javac``; without one the session keeps Hadoop's."""
+def connection_session(creds: IcetimeCredentials) -> SparkSession:
+    """A session of its own for one dbt connection, as each Thrift session of a server is: it
+    shares the process's Spark, catalog and cached data; its settings (a branch run's, a
+    model's snapshot properties: ``summary.py``) and temporary views are its own, so one
+    thread's never reach another's statements."""
+    return spark_session(creds).newSession()
+
+
+def _with_icetime_classes(settings: EmbeddedSettings) -> dict[str, str]:
+    """The session's settings with icetime's Java classes (``server/java.py``): the local file
+    system (no ``chmod`` process per file written: 15-20 % of a small commit's CPU) and, for a
+    JDBC catalog, one catalog for the connections' sessions (concurrent commits queue on SQLite
+    instead of failing). Their jar is compiled once per machine with the JDK's ``javac``;
+    without one the session keeps Hadoop's file system and a catalog per connection."""
     from dbt.adapters.icetime.spark.server import java
 
     try:
@@ -180,7 +190,12 @@ def _with_local_file_system(settings: EmbeddedSettings) -> dict[str, str]:
     except errors.EnvironmentSetupError as exc:
         logger.debug(f"Hadoop's own local file system for the session: {exc}")
         return settings.conf
-    return java.with_local_file_system(settings.conf, jar)
+    # The shared catalog extends Iceberg's, loaded by the JVM's own class loader: Iceberg's
+    # jars go on the driver's class path too, as the server's do.
+    conf = java.with_local_file_system(
+        java.with_class_path(settings.conf, list(settings.jars)), jar
+    )
+    return {**conf, **java.shared_catalog_conf(settings.catalog)}
 
 
 def _default_session() -> SparkSession | None:

@@ -213,7 +213,7 @@ def _start(
     )
     class_path = conf[java.CLASS_PATH_KEY].split(":")
     conf.update(THRIFT_CONF)
-    conf.update(shared_catalog_conf(settings))
+    conf.update(java.shared_catalog_conf(settings.catalog))
     conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))
     archive = class_archive(class_path)
     options = conf.get("spark.driver.extraJavaOptions", "")
@@ -299,20 +299,6 @@ def _server_environment() -> dict[str, str]:
         ]
         env["SPARK_SUBMIT_OPTS"] = " ".join(kept)
     return env
-
-
-def shared_catalog_conf(settings: embedded.EmbeddedSettings) -> dict[str, str]:
-    """A JDBC catalog as one instance for all the server's sessions (java.py): on SQLite with one
-    connection, so that commits from concurrent commands queue; on PostgreSQL one pool, not one
-    per session left open. A REST catalog stays one per session, as in-process: each command's
-    sessions sign in afresh, so a restarted REST server's new tokens are met at once."""
-    catalog = settings.catalog
-    if catalog.kind not in ("sqlite", "postgres"):
-        return {}
-    conf = {f"spark.sql.catalog.{catalog.name}": java.SHARED_CATALOG}
-    if catalog.kind == "sqlite":
-        conf[f"spark.sql.catalog.{catalog.name}.clients"] = "1"
-    return conf
 
 
 def hive_scratch_conf(scratch: Path) -> dict[str, str]:

@@ -1,12 +1,13 @@
 """icetime's own Java classes, compiled once per machine from the sources beside this module and
 kept, as one jar, in the user's cache directory. The warm server uses all of them; an
-in-process session uses the file system:
+in-process session uses the file system and the shared catalog:
 
 - ``SecretAuthenticator``: Spark's Thrift service checks a login with a class of Hive's
   ``PasswdAuthenticationProvider`` interface, named by a setting and loaded by name; none that
   ships compares a password with a secret.
 - ``SharedSparkCatalog``: Iceberg's Spark catalog with one Iceberg catalog for every session of
-  the server (one connection pool), so that concurrent writers queue instead of failing.
+  the JVM (one connection pool), so that concurrent writers queue instead of failing: the
+  server's Thrift sessions, and an in-process session's per-connection sessions.
 - ``LocalFileSystem``: Hadoop's local file system, setting a new file's permissions in the JVM
   instead of starting a ``chmod`` process for each file written (``with_local_file_system``).
 
@@ -24,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.spark.stack import pyspark_jars
 
 SOURCES = tuple(
@@ -99,6 +101,19 @@ def with_local_file_system(conf: dict[str, str], jar: Path) -> dict[str, str]:
     """``conf`` with icetime's ``LocalFileSystem`` for ``file:`` paths, its jar first on the
     driver's class path. A file system the profile's ``spark_conf`` names is kept."""
     return {FILE_SYSTEM_KEY: LOCAL_FILE_SYSTEM, **with_class_path(conf, [str(jar)])}
+
+
+def shared_catalog_conf(catalog: CatalogSettings) -> dict[str, str]:
+    """A JDBC catalog as one instance for all the JVM's sessions: on SQLite with one connection,
+    so that concurrent commits queue; on PostgreSQL one pool, not one per session left open. A
+    REST catalog stays one per session: each session signs in afresh, so a restarted REST
+    server's new tokens are met at once."""
+    if catalog.kind not in ("sqlite", "postgres"):
+        return {}
+    conf = {f"spark.sql.catalog.{catalog.name}": SHARED_CATALOG}
+    if catalog.kind == "sqlite":
+        conf[f"spark.sql.catalog.{catalog.name}.clients"] = "1"
+    return conf
 
 
 def _javac() -> str:

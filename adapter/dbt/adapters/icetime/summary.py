@@ -1,0 +1,178 @@
+"""Every snapshot-summary key icetime writes, and the record they form: what built a snapshot.
+
+Iceberg adds a session's ``spark.sql.iceberg.snapshot-property.<key>`` settings to the summary
+of every snapshot that session commits (inserts, merges, deletes, create or replace ... as), so
+the record is written in the same commit as the data, on every deployment, by SQL alone. Any
+engine reads it from ``<table>.snapshots`` (SPEC §10)::
+
+    icetime.node           model.shop.daily_revenue
+    icetime.invocation-id  dbt's invocation_id
+    icetime.inputs         {"icetime.raw.orders": {"snapshot_id": 4410..., "table_uuid": "9c1f...",
+                                                  "node": "source.shop.raw.orders"}}
+    icetime.fingerprint    sha256:...
+    icetime.cdf.watermark  (CDF targets) the upstream snapshots the target reflects, as inputs
+    icetime.views          {"model.shop.stg_orders": "sha256:..."}: views read through
+    icetime.version        the icetime that wrote it
+
+An input's ``node`` (beyond the SPEC's two fields) says what the table is in every environment:
+its dbt node, or for an environment's zero-copy clone, the table it is a clone of.
+
+Settings are per Spark session: each dbt connection has a session of its own (the Thrift
+server's, or an in-process child session), so one thread's keys never reach another's commits.
+A key and its value go through ``SET `key`=`value``` backtick-quoted: read back exactly in
+either parser mode (backslashes are not escapes there). Spark substitutes ``${...}`` anywhere in
+a statement, so a JSON value writes ``$`` as its JSON escape, and any other value holding
+``${`` is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.errors import UnreadableRecord
+from dbt.adapters.icetime.sql import quote_identifier
+
+SESSION_PREFIX = "spark.sql.iceberg.snapshot-property."
+
+NODE = "icetime.node"
+INVOCATION = "icetime.invocation-id"
+INPUTS = "icetime.inputs"
+FINGERPRINT = "icetime.fingerprint"
+WATERMARK = "icetime.cdf.watermark"
+VIEWS = "icetime.views"
+VERSION = "icetime.version"
+KEYS = (NODE, INVOCATION, INPUTS, FINGERPRINT, WATERMARK, VIEWS, VERSION)
+
+
+@dataclass(frozen=True)
+class Input:
+    """One table a build read, at one snapshot."""
+
+    snapshot_id: int
+    table_uuid: str | None = None
+    # What the table is in any environment (its dbt node), when that is not its own name.
+    node: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"snapshot_id": self.snapshot_id, "table_uuid": self.table_uuid}
+        if self.node is not None:
+            found["node"] = self.node
+        return found
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    """What built one snapshot: the keys of its summary that icetime wrote."""
+
+    node: str | None = None
+    invocation_id: str | None = None
+    inputs: Mapping[str, Input] = field(default_factory=dict)
+    fingerprint: str | None = None
+    views: Mapping[str, str] = field(default_factory=dict)
+    version: str | None = None
+    # CDF targets: the upstream snapshots the target reflects after this commit.
+    watermark: Mapping[str, Input] | None = None
+
+    def summary(self) -> dict[str, str]:
+        """The summary entries (keys with no value are left out)."""
+        found = {
+            NODE: self.node,
+            INVOCATION: self.invocation_id,
+            INPUTS: _inputs_text(self.inputs),
+            FINGERPRINT: self.fingerprint,
+            VIEWS: _json(dict(sorted(self.views.items()))) if self.views else None,
+            VERSION: self.version,
+            WATERMARK: None if self.watermark is None else _inputs_text(self.watermark),
+        }
+        return {key: value for key, value in found.items() if value is not None}
+
+    def logical_inputs(self) -> dict[str, int]:
+        """Snapshot ids by what each input is in any environment."""
+        return {i.node or table: i.snapshot_id for table, i in self.inputs.items()}
+
+
+def set_statements(entries: Mapping[str, str]) -> list[str]:
+    """The statements that make a session's next commits carry ``entries``."""
+    return [
+        f"set {quote_identifier(SESSION_PREFIX + key)}={quote_identifier(_settable(value))}"
+        for key, value in entries.items()
+    ]
+
+
+def reset_statements(keys: tuple[str, ...] | list[str]) -> list[str]:
+    """The statements that take ``keys`` off a session's next commits."""
+    return [f"reset {quote_identifier(SESSION_PREFIX + key)}" for key in keys]
+
+
+def carries_record(summary: Mapping[str, str]) -> bool:
+    return NODE in summary or WATERMARK in summary
+
+
+def read_record(summary: Mapping[str, str]) -> SnapshotRecord | None:
+    """The record in a snapshot's summary (None: icetime did not write this snapshot). One that
+    cannot be read raises ``UnreadableRecord``: it never counts as "no record"."""
+    if not carries_record(summary):
+        return None
+    try:
+        return SnapshotRecord(
+            node=summary.get(NODE),
+            invocation_id=summary.get(INVOCATION),
+            inputs=read_inputs(summary.get(INPUTS), INPUTS),
+            fingerprint=summary.get(FINGERPRINT),
+            views=_text_map(summary.get(VIEWS)),
+            version=summary.get(VERSION),
+            watermark=None
+            if summary.get(WATERMARK) is None
+            else read_inputs(summary.get(WATERMARK), WATERMARK),
+        )
+    except (TypeError, ValueError) as exc:
+        raise UnreadableRecord(str(exc)) from exc
+
+
+def read_inputs(text: str | None, key: str) -> dict[str, Input]:
+    if text is None:
+        return {}
+    document = json.loads(text)
+    if not isinstance(document, dict):
+        raise TypeError(f"{key} is not a JSON object")
+    found = {}
+    for table, entry in document.items():
+        if not isinstance(entry, dict):
+            raise TypeError(f"{key}: {table} is not an object")
+        snapshot = entry.get("snapshot_id")
+        if isinstance(snapshot, bool) or not isinstance(snapshot, int):
+            raise TypeError(f"{key}: {table} has no snapshot id ({snapshot!r})")
+        uuid, node = entry.get("table_uuid"), entry.get("node")
+        if not isinstance(uuid, (str, type(None))) or not isinstance(node, (str, type(None))):
+            raise TypeError(f"{key}: {table} has a table_uuid or node that is not text")
+        found[str(table)] = Input(snapshot, uuid, node)
+    return found
+
+
+def _inputs_text(inputs: Mapping[str, Input]) -> str:
+    return _json({table: i.document() for table, i in sorted(inputs.items())})
+
+
+def _json(value: Any) -> str:
+    """Compact JSON; ``$`` (only ever inside a string) as its escape, which reads back the
+    same: Spark would take ``${...}`` for a variable."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).replace("$", "\\u0024")
+
+
+def _settable(value: str) -> str:
+    if "${" in value:
+        raise errors.ConfigurationError(errors.SUMMARY_VALUE_SUBSTITUTED.format(value=value))
+    return value
+
+
+def _text_map(text: str | None) -> dict[str, str]:
+    if text is None:
+        return {}
+    document = json.loads(text)
+    if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
+        raise TypeError(f"{VIEWS} is not an object of text")
+    return {str(k): v for k, v in document.items()}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -77,9 +76,7 @@ class _Config(dict[str, Any]):
     materialized = "view"  # no table to prepare: the node only sets and resets the branch
 
 
-def _branch_run(
-    one_session: bool, features: CatalogFeatures = ICEBERG
-) -> tuple[BranchRun, list[str]]:
+def _branch_run(features: CatalogFeatures = ICEBERG) -> tuple[BranchRun, list[str]]:
     statements: list[str] = []
     services = SimpleNamespace(
         reader=None,
@@ -88,66 +85,25 @@ def _branch_run(
         project_root=".",
         features=lambda: features,
     )
-    return BranchRun(services, "audit", one_session=one_session), statements  # type: ignore[arg-type]
+    return BranchRun(services, "audit"), statements  # type: ignore[arg-type]
 
 
 def _view(name: str) -> Any:
     return SimpleNamespace(name=name, resource_type="model", config=_Config())
 
 
-def _second_node(run: BranchRun) -> tuple[threading.Thread, threading.Event]:
-    """Another dbt thread's node: its before_model, then (once it got there) its after_model."""
-    started = threading.Event()
-
-    def node() -> None:
-        run.before_model(_view("b"), "")
-        started.set()
-        run.after_model(None)
-
-    thread = threading.Thread(target=node)
-    thread.start()
-    return thread, started
-
-
-def test_in_process_the_nodes_of_a_branch_run_take_turns() -> None:
-    """One Spark session serves every thread: a node's branch setting holds until its
-    after_model, and another thread's node waits for it."""
-    run, statements = _branch_run(one_session=True)
+def test_each_node_sets_the_branch_on_its_session_and_resets_it_after() -> None:
+    run, statements = _branch_run()
     run.before_model(_view("a"), "")
-    thread, started = _second_node(run)
-    assert not started.wait(0.3)
     run.after_model(None)
-    assert started.wait(10)
-    thread.join(10)
-    assert statements == ["set spark.wap.branch = audit", "reset spark.wap.branch"] * 2
-    # A thread whose node never set the branch (a hook before this one refused it) resets
-    # nothing: the session's setting may be another thread's node's.
-    run.after_model(None)
-    assert len(statements) == 4
-    # A node whose after_model never came (dbt skips post_model_hook when pre_model_hook
-    # raised) leaves its thread the turn: the thread's next node takes it, no deadlock.
-    run.before_model(_view("c"), "")
-    run.before_model(_view("d"), "")
-    run.after_model(None)
-    thread, started = _second_node(run)
-    assert started.wait(10)
-    thread.join(10)
-
-
-def test_through_a_server_each_thread_has_its_own_session() -> None:
-    run, _ = _branch_run(one_session=False)
-    run.before_model(_view("a"), "")
-    thread, started = _second_node(run)
-    assert started.wait(10)
-    thread.join(10)
-    run.after_model(None)
+    assert statements == ["set spark.wap.branch = audit", "reset spark.wap.branch"]
 
 
 def test_on_a_catalog_that_keeps_no_table_refs_a_branch_run_is_refused_before_any_statement() -> (
     None
 ):
     nessie = from_rest_config({"nessie.is-nessie-catalog": "true"}, "http://n")
-    run, statements = _branch_run(one_session=False, features=nessie)
+    run, statements = _branch_run(features=nessie)
     with pytest.raises(errors.ConfigurationError, match=r"a wap_branch run .* Project Nessie"):
         run.before_model(_view("a"), "")
     assert statements == []

@@ -173,8 +173,8 @@ PARALLEL_MODELS = {
 
 
 class TestBranchRunOnThreads(PackageProject):
-    """A branch run on several of dbt's threads in one Spark session (``server: false``): each
-    model writes into the branch, and main moves for none of them."""
+    """A branch run on several of dbt's threads in one Spark process (``server: false``, a
+    session per connection): each model writes into the branch, and main moves for none."""
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
@@ -195,7 +195,7 @@ class TestBranchRunOnThreads(PackageProject):
                 branch = f"select count(*) from {{s}}.{name} version as of 'audit'"
                 assert rows(project, branch) == [(batch,)], (name, batch)
                 assert rows(project, f"select count(*) from {{s}}.{name}") == [(2,)], name
-        # A node refused before it builds gives its turn back: the others build, the run ends.
+        # A node refused before it builds: the others build, the run ends.
         write_file(
             "{{ config(materialized='incremental', incremental_strategy='cdf', "
             "unique_key='id') }}\nselect id, v from {{ source('raw', 'events') }}",

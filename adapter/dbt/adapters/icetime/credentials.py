@@ -195,12 +195,6 @@ class IcetimeCredentials(SparkCredentials):
         return self.is_embedded and self.server
 
     @property
-    def in_process(self) -> bool:
-        """True when Spark runs in this process (`method: session`, `server: false`): one Spark
-        session serves every dbt thread, so a session setting is every thread's."""
-        return self.is_embedded and not self.server
-
-    @property
     def server_idle_timeout_s(self) -> int:
         return args.duration(self.server_idle_timeout, "idle timeout").seconds
 

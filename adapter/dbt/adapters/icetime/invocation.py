@@ -117,11 +117,7 @@ class Invocation:
         self.guard = ProtectedTargets(
             self.services, self.pins, protected=creds.protected, exists=host.exists
         )
-        branch_run = (
-            []
-            if self.branch is None
-            else [wap.BranchRun(self.services, self.branch, one_session=creds.in_process)]
-        )
+        branch_run = [] if self.branch is None else [wap.BranchRun(self.services, self.branch)]
         self.hooks: Sequence[Hook] = (
             IcebergDefaults(),
             *branch_run,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,6 @@ SESSION_SETTING = "spark.wap.branch"
 WAP_ENABLED = "write.wap.enabled"
 BRANCHED = ("table", "incremental")
 PASSED = ("pass", "success")
-# The in-process Spark session's turn: its branch setting is every thread's (BranchRun).
-ONE_SESSION = threading.Lock()
 
 
 def branch_name(value: Any) -> str:
@@ -70,37 +67,20 @@ def refuse_unbranchable(
 
 class BranchRun(Hook):
     """A branch run's part in an invocation: each table model's writes routed into the branch
-    before it builds, and the session's branch setting reset after.
+    before it builds, and its connection's branch setting reset after. Each dbt connection has
+    a Spark session of its own (a server's Thrift session, or an in-process child session), so
+    one node's setting never routes another thread's reads or writes."""
 
-    Through a Spark server (the warm one, or thrift) each dbt thread has a session of its own.
-    In process (``server: false``) one session serves every thread, and the setting of one
-    node would route another's reads and writes, or its reset send them to main: there the
-    nodes of a branch run take turns, one at a time from ``before_model`` to ``after_model``.
-    """
-
-    def __init__(self, services: Services, branch: str, one_session: bool) -> None:
+    def __init__(self, services: Services, branch: str) -> None:
         self.branches = Branches(services)
         self.branch = branch
-        self.one_session = one_session
-        self._turn = threading.local()  # .held: this thread holds ONE_SESSION
 
     def before_model(self, node: Any, this: str) -> list[TableName]:
-        if self.one_session and not getattr(self._turn, "held", False):
-            ONE_SESSION.acquire()
-            self._turn.held = True
         written = self.branches.before_model(node, self.branch)
         return [] if written is None else [written]
 
     def after_model(self, node: Any | None) -> None:
-        held = getattr(self._turn, "held", False)
-        if self.one_session and not held:
-            return  # this thread set nothing (a hook before this one refused the node)
-        try:
-            self.branches.after_model()
-        finally:
-            if held:
-                self._turn.held = False
-                ONE_SESSION.release()
+        self.branches.after_model()
 
 
 class Branches:

@@ -6,7 +6,7 @@ new state. In a run the change relations are made when the materialization start
 model compiles, so a model that is then skipped (``skip_unchanged``) runs no statement: a WITH
 clause around the model's query (merge and append), or temporary views (the keys of a
 recompute model, a history snapshot, and ``dbt compile``). They are named after the model, so
-models running in parallel threads of one Spark session never share one.
+models never share one, whatever session they run in.
 """
 
 from __future__ import annotations

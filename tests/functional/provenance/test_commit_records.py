@@ -1,0 +1,132 @@
+"""Every commit a build makes says what built it, in its own snapshot summary (SPEC §10).
+
+A second engine reads the keys: pyiceberg on the project's catalog. Four independent models
+build at once on four dbt threads, each on a session of its own; every commit carries its own
+model's keys only, and a statement after the models (an on-run-end hook's insert) none.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.support import PackageProject, install_package, pyiceberg_catalog, raw_sources, sql
+
+PARTS = ("m1", "m2", "m3", "m4")
+MODELS = {
+    "sources.yml": raw_sources("orders"),
+    **{
+        f"{name}.sql": (
+            "{{ config(materialized='table') }}\n"
+            f"select id, amount from {{{{ source('raw', 'orders') }}}} where id % 4 = {i}"
+        )
+        for i, name in enumerate(PARTS)
+    },
+    "after_m1.sql": "{{ config(materialized='table') }}\nselect count(*) as n from {{ ref('m1') }}",
+    "orders_inc.sql": (
+        "{{ config(materialized='incremental', unique_key='id') }}\n"
+        "select id, amount from {{ source('raw', 'orders') }}"
+    ),
+    "orders_cdf.sql": (
+        "{{ config(materialized='incremental', incremental_strategy='cdf', unique_key='id') }}\n"
+        "select id, amount, _change_type from {{ icetime.changes(source('raw', 'orders')) }}"
+    ),
+}
+KEYS = ("icetime.node", "icetime.invocation-id", "icetime.inputs", "icetime.fingerprint")
+
+
+def invocation_id(project: Any) -> str:
+    results = json.loads(Path(project.project_root, "target", "run_results.json").read_text())
+    return str(results["metadata"]["invocation_id"])
+
+
+class TestCommitRecords(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return MODELS
+
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"people.csv": "id,name\n1,ada\n2,grace\n"}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        return {
+            "models": {"+cdf_refresh": "incremental"},
+            "on-run-end": ["insert into {{ target.schema }}.hook_log values (1)"],
+        }
+
+    def test_each_commit_says_what_built_it(
+        self, project: Any, dbt_profile_target: dict[str, Any]
+    ) -> None:
+        install_package(project)
+        schema = project.test_schema
+        sql(project, "create table {s}.orders (id bigint, amount bigint) using iceberg")
+        sql(project, "create table {s}.hook_log (n int) using iceberg")
+        sql(project, "insert into {s}.orders select id, id * 10 from range(1, 41)")
+        run_dbt(["build", "--threads", "4"])
+        first = invocation_id(project)
+        catalog = pyiceberg_catalog({**dbt_profile_target, "schema": schema})
+
+        def table(name: str) -> Any:
+            return catalog.load_table(f"{schema}.{name}")
+
+        def read(name: str) -> dict[str, Any]:
+            """The icetime keys of every snapshot of ``name``, oldest first."""
+            return [
+                {
+                    k: v
+                    for k, v in s.summary.additional_properties.items()
+                    if k.startswith("icetime.")
+                }
+                for s in table(name).snapshots()
+            ]
+
+        orders = table("orders")
+        source = {
+            f"icetime.{schema}.orders": {
+                "snapshot_id": orders.current_snapshot().snapshot_id,
+                "table_uuid": str(orders.metadata.table_uuid),
+                "node": "source.test.raw.orders",
+            }
+        }
+        for name in (*PARTS, "orders_inc", "orders_cdf"):
+            (keys,) = read(name)  # one commit each, and it carries the record
+            assert keys["icetime.node"] == f"model.test.{name}"
+            assert keys["icetime.invocation-id"] == first
+            assert json.loads(keys["icetime.inputs"]) == source, name
+            assert keys["icetime.fingerprint"].startswith("sha256:")
+        (after,) = read("after_m1")
+        m1 = table("m1")
+        assert json.loads(after["icetime.inputs"]) == {
+            f"icetime.{schema}.m1": {
+                "snapshot_id": m1.current_snapshot().snapshot_id,
+                "table_uuid": str(m1.metadata.table_uuid),
+                "node": "model.test.m1",
+            }
+        }
+        # A seed reads no table: its commits name it and the run.
+        for keys in read("people"):
+            assert keys["icetime.node"] == "seed.test.people"
+            assert (keys["icetime.invocation-id"], keys["icetime.inputs"]) == (first, "{}")
+        # Nothing else carries a key: the sources written before the run, the hook after it.
+        assert all(keys == {} for keys in read("orders"))
+        assert read("hook_log") == [{}]
+
+        # The next run's commits carry the next run's record; the older ones keep theirs.
+        sql(project, "insert into {s}.orders values (41, 410)")
+        run_dbt(["run", "--threads", "4", "-s", "orders_inc", "orders_cdf", "m2"])
+        second = invocation_id(project)
+        orders = table("orders")
+        for name in ("orders_inc", "orders_cdf", "m2"):
+            older, newer = [keys for keys in read(name) if keys][:2]
+            assert older["icetime.invocation-id"] == first
+            assert newer["icetime.invocation-id"] == second
+            (entry,) = json.loads(newer["icetime.inputs"]).values()
+            assert entry["snapshot_id"] == orders.current_snapshot().snapshot_id
+        assert read("hook_log") == [{}, {}]
+        assert set(KEYS) <= set(read("m3")[0])

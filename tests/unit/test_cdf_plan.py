@@ -116,13 +116,62 @@ def test_a_rebuild_after_the_watermark_is_one_change_against_the_watermark() -> 
     assert isinstance(gap, HistoryGap) and "restored or rolled back" in gap.reason
 
 
-def test_state_round_trip_and_damage() -> None:
-    state = CdfState({"icetime.raw.orders": Watermark(UUID, 6)}, 99, "merge")
-    loaded = load_state({"icetime.cdf.state": state.dumps()}, "t")
-    assert loaded == state
-    assert load_state({}, "t") is None
+def test_the_state_is_the_nearest_commit_that_carries_one() -> None:
+    state = CdfState({"icetime.raw.orders": Watermark(UUID, 6)})
+    carried = snap(2, 1, "overwrite", **state.summary_entries())
+    # Written by the run's own commit; then another writer's append and a compaction carry
+    # none, and the state stays that of snapshot 2.
+    for head in (2, 3, 4):
+        found = load_state(
+            table(
+                snap(1, None, "append"),
+                carried,
+                snap(3, 2, "append"),
+                snap(4, 3, "replace"),
+                current=head,
+            ),
+            "t",
+        )
+        assert found == CdfState(state.upstreams, 2, carried=True), head
+    # Rolled back before it: the state goes back with the data (none here).
+    assert load_state(table(snap(1, None, "append"), carried, current=1), "t") is None
+
+
+def test_a_kept_state_counts_for_the_snapshot_it_names() -> None:
+    older = CdfState({"icetime.raw.orders": Watermark(UUID, 6)})
+    newer = CdfState({"icetime.raw.orders": Watermark(UUID, 8)}, 3, "merge")
+    history = (
+        snap(1, None, "append"),
+        snap(2, 1, "overwrite", **older.summary_entries()),
+        snap(3, 2, "replace"),
+    )
+    kept = {"icetime.cdf.state": newer.dumps()}
+    # Moved after snapshot 3 with no commit of its own: it is 3's state.
+    assert load_state(replace(table(*history), properties=kept), "t") == newer
+    # Once a commit follows, the nearest carried state is read again.
+    later = (*history, snap(4, 3, "append"))
+    found = load_state(replace(table(*later), properties=kept), "t")
+    assert found is not None and found.upstreams == older.upstreams and found.carried
+    # A target built before states rode the commits: its property, as it names its snapshot.
+    legacy = replace(table(snap(1, None, "append")), properties=kept)
+    assert load_state(legacy, "t") == newer
+    assert load_state(table(snap(1, None, "append")), "t") is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"icetime.cdf.watermark": "{not json"},
+        {"icetime.cdf.watermark": json.dumps({"icetime.raw.orders": {"snapshot_id": 6}})},
+    ],
+)
+def test_a_damaged_state_is_refused_never_read_as_none(damage: dict[str, str]) -> None:
+    broken = table(snap(1, None, "append", **damage))
     with pytest.raises(errors.ConfigurationError, match="--full-refresh"):
-        load_state({"icetime.cdf.state": json.dumps({"version": 9})}, "t")
+        load_state(broken, "t")
+    kept = {"icetime.cdf.state": json.dumps({"version": 9})}
+    with pytest.raises(errors.ConfigurationError, match="--full-refresh"):
+        load_state(replace(table(snap(1, None, "append")), properties=kept), "t")
 
 
 def test_change_sql_counts_signs_and_pairs_updates() -> None:

@@ -44,7 +44,9 @@ def model(
         mode=MERGE,
         on_history_gap=GAP_FAIL,
         refresh="incremental",
-        target_metadata=SimpleNamespace(location=location, properties={}),  # type: ignore[arg-type]
+        target_metadata=SimpleNamespace(  # type: ignore[arg-type]
+            location=location, properties={}, current_snapshot_id=None, ancestors=lambda: iter(())
+        ),
         full_refresh=False,
         execute=server.execute,
         feeds=feeds,

@@ -4,14 +4,15 @@ Three models: a merge and a change log forced incremental, and a merge left to `
 auto`, which on this 30-row upstream chooses a rebuild (the test checks it did).
 
 Each fault run is a separate `dbt` process killed with os._exit (ICETIME_FAULT) before the
-write, while Spark executes it, or after the data commit but before the watermark moves; the
-other runs are dbt invocations in the test's process, on its Spark session. The
+write, while Spark executes it, or right after the data commit, which carries the watermarks;
+the other runs are dbt invocations in the test's process, on its Spark session. The
 upstream changes just before (in this test's own session on the same catalog), so every killed
 run had real changes to apply.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,7 @@ MODELS = {
 }
 # Three independent histories (each a schema of its own, from its own first run), so the test
 # runner can spread them over its workers. In each, the first kill finds the watermarks the
-# first run (a rebuild) committed with its data, which name no target snapshot: the re-run must
-# still see what the killed run committed.
+# first run (a rebuild) committed with its data.
 FAULT_GROUPS = {
     "merge": [(AFTER_DATA_COMMIT, "log"), (BEFORE_WRITE, "latest"), (DURING_WRITE, "latest")],
     "log": [(BEFORE_WRITE, "log"), (AFTER_DATA_COMMIT, "latest"), (DURING_WRITE, "log")],
@@ -82,6 +82,24 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
         found = spark.sql(query.replace("{s}", f"icetime.{schema}")).collect()
         return sorted(tuple(r) for r in found)
 
+    def head(table: str) -> int:
+        found = spark.sql(
+            f"select snapshot_id from icetime.{schema}.{table}.history "
+            "where is_current_ancestor order by made_current_at desc limit 1"
+        ).collect()
+        return int(found[0][0])
+
+    def watermark(model: str) -> int:
+        """The orders snapshot ``model`` reflects: the nearest commit that carries it."""
+        found = spark.sql(
+            f"select s.summary['icetime.cdf.watermark'] from icetime.{schema}.{model}.history h "
+            f"join icetime.{schema}.{model}.snapshots s on h.snapshot_id = s.snapshot_id "
+            "where h.is_current_ancestor and s.summary['icetime.cdf.watermark'] is not null "
+            "order by h.made_current_at desc limit 1"
+        ).collect()
+        assert found, f"{model} carries no watermark"
+        return int(json.loads(found[0][0])[f"icetime.{schema}.orders"]["snapshot_id"])
+
     project = write_project(
         tmp_path, profile_target(icetime_home, schema=schema), MODELS, package=True
     )
@@ -102,6 +120,7 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
         spark.sql(f"update {orders} set amount = amount + 1 where order_id % 3 = {step % 3}")
         spark.sql(f"insert into {orders} values ({100 + step}, 'open', 1)")
         spark.sql(f"delete from {orders} where order_id = {step + 10}")
+        before, pinned = watermark(model), head("orders")
         killed = run_dbt_process(
             project,
             "run",
@@ -110,28 +129,17 @@ def killed_runs_then_rerun(group: str, tmp_path: Path, icetime_home: Path, spark
             env={"ICETIME_FAULT": point, "ICETIME_FAULT_DELAY_MS": "150"},
         )
         assert killed.returncode == 137, f"{point}/{model}: not killed\n{killed.output}"
-        # Watermarks are never lost: a rebuild commits its new ones with its data, so a kill
-        # leaves the old (before the commit) or the new (after it, naming no target snapshot).
-        state = str(rows(f"show tblproperties {{s}}.{model} ('icetime.cdf.state')"))
-        assert "does not have property" not in state, f"{point}/{model}: {state}"
-        # latest_auto is rebuilt by every run; before the first re-run, every model's
-        # watermarks are the first run's, a rebuild's.
-        by_rebuild = model == "latest_auto" or step == 1
-        assert ('"target_snapshot_id": null' in state) == by_rebuild, f"{point}/{model}: {state}"
-        rebuilt = model == "latest_auto" and point == AFTER_DATA_COMMIT
+        # Watermarks are never lost, and ride the data commit: a kill before it leaves the old
+        # ones, a kill after it the new ones, with nothing left to recover.
+        expected = pinned if point == AFTER_DATA_COMMIT else before
+        assert watermark(model) == expected, f"{point}/{model}"
         # A commit undoes a change the killed run may have applied: the net changes since the
         # watermark no longer show the inserted row.
         spark.sql(f"delete from {orders} where order_id = {100 + step}")
         again = run_dbt_here(project, "run")
         assert again.returncode == 0, again.output
-        if rebuilt:  # the rebuild recorded its watermarks with its data: nothing to recover
-            assert "latest_auto was written after its last recorded watermark" not in again.output
-        elif point == AFTER_DATA_COMMIT and model == "log":
-            assert "re-applying the changes since that watermark" in again.output
-        elif point == AFTER_DATA_COMMIT:  # a model that keeps keys is rebuilt
-            assert "written after its last recorded watermark by an interrupted run" in (
-                again.output
-            ), again.output
+        assert "after its last recorded watermark" not in again.output, again.output
+        assert "re-applying the changes since that watermark" not in again.output
         where = f"after a kill {point} in {model}"
         for merged in ("latest", "latest_auto"):
             assert rows(f"select order_id, status, amount from {{s}}.{merged}") == rows(

@@ -293,7 +293,7 @@ RECOMPUTE_UPSTREAM_VIEW = (
     "on Iceberg tables only. Materialize {table} as a table, or read its tables directly."
 )
 CDF_STATE_UNREADABLE = (
-    "The CDF state of {table} (table property '{key}') cannot be read: {reason}. Rebuild the "
+    "The CDF state of {table} ('{key}') cannot be read: {reason}. Rebuild the "
     "model with --full-refresh to start a new watermark."
 )
 CDF_RECOVERING = (

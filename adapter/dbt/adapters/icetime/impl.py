@@ -303,9 +303,15 @@ class IcetimeAdapter(SparkAdapter):
     @available
     def icetime_tblproperties(self, configured: Any, model: Mapping[str, Any]) -> list[str]:
         """The items of a created table's `tblproperties (...)`: the model's, validated and
-        quoted, and for a CDF rebuild its new watermarks (committed with the data)."""
+        quoted, and a history snapshot's row-level defaults."""
         managed = self.invocation().changes.created_properties(model)
         return tblproperties_items(model["unique_id"], configured, managed)
+
+    @available
+    def icetime_changes_carry(self, model: Mapping[str, Any]) -> str:
+        """Before a change run's data statement: its commit carries the new watermarks."""
+        self.invocation().changes.carry(model)
+        return ""
 
     @available
     def icetime_cdf_step(self, step: str, *arguments: Any) -> Any:

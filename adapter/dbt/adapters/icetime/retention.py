@@ -92,7 +92,7 @@ class Retention:
                     target = self.services.reader.table(target_name)
                 except errors.TableNotFoundError:
                     continue
-                state = load_state(target.properties, str(target_name))
+                state = load_state(target, str(target_name))
                 kind = "history snapshot" if is_scd_snapshot(node) else "CDF model"
                 marks = state.upstreams.values() if state else ()
                 found += [(kind, node["name"], w) for w in marks]

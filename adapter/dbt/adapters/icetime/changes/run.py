@@ -179,12 +179,13 @@ class ChangeRun:
     affected_view: str | None = None  # every affected key, cached
     recomputed_view: str | None = None  # the affected keys' new rows, cached
     cached_views: list[str] = field(default_factory=list)  # see cache()
+    carried: bool = False  # its session carries its new watermarks (ChangeRuns.carry)
     target_bound: str | None = None  # a condition on the target that every affected key meets
     key_equals: str = NULL_SAFE  # how a key is matched with the affected keys (see recomputed)
 
     def __post_init__(self) -> None:
         self.state = (
-            load_state(self.target_metadata.properties, str(self.target))
+            load_state(self.target_metadata, str(self.target))
             if self.target_metadata is not None
             else None
         )
@@ -204,6 +205,8 @@ class ChangeRun:
     def recovering(self) -> bool:
         """The target moved after the last recorded watermark: an interrupted run's data commit."""
         if self.full or self.state is None or self.target_metadata is None:
+            return False
+        if self.state.carried:  # the state rode a data commit: no run stopped after one
             return False
         current = self.target_metadata.current_snapshot_id
         if self.state.target_snapshot_id is None:  # recorded by a rebuild, in its own commit

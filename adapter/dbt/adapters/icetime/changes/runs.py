@@ -2,7 +2,8 @@
 strategy started it (a CDF incremental model, ``cdf/``; an SCD snapshot, ``scd/``).
 
 The materializations share one tail (``materializations/changes.sql``): after the data
-statement ``finish`` moves the run's watermarks and drops its views, ``response`` tells dbt
+statement ``finish`` takes the watermarks its commit carried off the session (or keeps those
+that moved with no commit) and drops its views, ``response`` tells dbt
 what the run chose and read, ``after_model`` drops the views of a run that failed, and ``close``
 deletes the invocation's staged change rows.
 """
@@ -16,10 +17,10 @@ from typing import Any, Protocol
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import errors, faults
+from dbt.adapters.icetime import errors, faults, summary
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.run import VERSIONS, ChangeRun
-from dbt.adapters.icetime.changes.state import write_state
+from dbt.adapters.icetime.changes.state import keep_state
 from dbt.adapters.icetime.column import IcetimeColumn, iceberg_columns
 from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -105,20 +106,30 @@ class ChangeRuns(Hook):
             return None
 
     def created_properties(self, model: Mapping[str, Any]) -> dict[str, str]:
-        """The properties a rebuild creates its target with: its new watermarks, in the same
-        commit as the data (a rebuild killed before it commits leaves the old table and its
-        old watermarks; one that commits is recorded). Empty for any other table."""
+        """The properties a history snapshot's rebuild creates its target with: each run closes
+        a few versions in place, and merge-on-read writes delete files for them instead of
+        rewriting every data file that holds one (unless configured). Empty for any other."""
         run = self._runs.get(model.get("unique_id", ""))
-        if run is None or not run.full:
+        if run is None or not run.full or run.mode != VERSIONS:
             return {}
-        managed = run.new_state(None).as_properties()
-        if run.mode == VERSIONS:
-            # Each run closes a few versions in place: merge-on-read writes delete files for
-            # them instead of rewriting every data file that holds one (unless configured).
-            configured = (model.get("config") or {}).get("tblproperties") or {}
-            defaults = {key: "merge-on-read" for key in ROW_LEVEL_MODES if key not in configured}
-            managed = {**defaults, **managed}
-        return managed
+        configured = (model.get("config") or {}).get("tblproperties") or {}
+        return {key: "merge-on-read" for key in ROW_LEVEL_MODES if key not in configured}
+
+    def carry(self, model: Mapping[str, Any]) -> None:
+        """Just before the run's data statement: the commit it makes carries the new
+        watermarks in its summary, one commit for the data and the state (state.py). A rebuild
+        killed before it commits leaves the old table and its old watermarks."""
+        run = self._runs.get(model["unique_id"])
+        if run is None or run.carried:
+            return
+        for statement in summary.set_statements(run.new_state(None).summary_entries()):
+            self.services.execute(statement)
+        run.carried = True
+
+    def _uncarry(self, run: ChangeRun) -> None:
+        if run.carried:
+            for statement in summary.reset_statements([summary.WATERMARK]):
+                self.services.execute(statement)
 
     def target_columns(self, model: Mapping[str, Any]) -> list[IcetimeColumn] | None:
         """The target's columns from the metadata its run read as the model compiled (about
@@ -140,9 +151,10 @@ class ChangeRuns(Hook):
         try:
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
-            if committed and not run.full:  # a rebuild committed its watermarks with its data
+            self._uncarry(run)
+            if committed and not run.carried:  # moved with no data commit (only compactions)
                 written = self.services.reader.table(run.target).current_snapshot_id
-                write_state(self.services.execute, run.target, run.new_state(written))
+                keep_state(self.services.execute, run.target, run.new_state(written))
         finally:
             run.close()
 
@@ -164,7 +176,10 @@ class ChangeRuns(Hook):
         still drops its views, and the caches with them: the Spark session outlives the run."""
         run = self._runs.pop(getattr(node, "unique_id", None) or "", None)
         if run is not None:
-            _release(run)
+            try:
+                self._uncarry(run)
+            finally:
+                _release(run)
 
     def close(self) -> None:
         """The invocation is over: release the runs still open (those a compile began, which

@@ -1,15 +1,17 @@
-"""The watermarks a CDF target keeps: one table property, committed with or after the data.
+"""The watermarks a CDF target keeps: the upstream snapshots it reflects, in the data commit.
 
-``icetime.cdf.state`` holds, as JSON, for every upstream the run read (by fully qualified name):
-the upstream's table uuid and the snapshot the target now reflects; and the target snapshot the
-data commit produced.
+A run's data statement commits ``icetime.cdf.watermark`` in its snapshot's summary
+(``summary.py``): for every upstream the run read (by fully qualified name), the table uuid and
+the snapshot the target now reflects. The state of a target is that of the nearest ancestor of
+its current snapshot that carries one: a later commit by another writer (an append, a
+compaction) carries none and moves nothing; a rollback of the target takes its watermark back
+with its data. There is no window between the data and the state: one commit holds both.
 
-A rebuild (``CREATE OR REPLACE TABLE ... AS``) sets the property in its own commit, so it has no
-target snapshot to record (``None``): the rebuild's snapshot is the one without a parent. An
-incremental run updates the property by a metadata-only commit after its data commit, so a run
-killed between the two leaves the old watermark next to newer data. The next run sees that the
-target's current snapshot is not the one recorded (or, after a rebuild, has a parent), and
-re-applies the changes since the old watermark idempotently (see ``docs/flow/cdf.md``).
+A run that moves the watermark without a data commit (only compactions since it) keeps the
+state in the table property ``icetime.cdf.state``, naming the current snapshot it is the state
+of. That property is also how targets built before keep their state (format below, with
+``target_snapshot_id`` null for a rebuild's, which named its own snapshot implicitly): it is
+read as the state of the snapshot it names, until a commit of the target carries one.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, summary
 from dbt.adapters.icetime.changes.plan import Watermark
-from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.properties import CDF_STATE
 from dbt.adapters.icetime.sql import set_properties_sql
 
@@ -31,8 +33,11 @@ STATE_VERSION = 1
 @dataclass(frozen=True)
 class CdfState:
     upstreams: Mapping[str, Watermark] = field(default_factory=dict)
+    # The target snapshot this is the state of (None: a rebuild's, kept by an older icetime).
     target_snapshot_id: int | None = None
     mode: str | None = None
+    # Read from a commit's summary (no run can have been interrupted after its data commit).
+    carried: bool = False
 
     def dumps(self) -> str:
         return json.dumps(
@@ -48,13 +53,36 @@ class CdfState:
             sort_keys=True,
         )
 
-    def as_properties(self) -> dict[str, str]:
-        """The table property that records this state (for a rebuild's CREATE ... AS)."""
-        return {CDF_STATE: self.dumps()}
+    def summary_entries(self) -> dict[str, str]:
+        """What a data commit carries for this state (``summary.py``)."""
+        marks = {
+            name: summary.Input(w.snapshot_id, w.table_uuid) for name, w in self.upstreams.items()
+        }
+        return summary.SnapshotRecord(watermark=marks).summary()
 
 
-def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
-    """The state recorded on a target, None if there is none; a damaged one is an error."""
+def load_state(metadata: TableMetadata, table: str) -> CdfState | None:
+    """The target's state, None if it has none; one that cannot be read is an error, never
+    "no state" (which would rebuild, or worse, read from the start)."""
+    kept = _kept_state(metadata.properties, table)
+    head = metadata.current_snapshot_id
+    if kept is not None and head is not None and kept.target_snapshot_id == head:
+        return kept  # moved after the head's commit, without a commit of its own
+    for snapshot in metadata.ancestors():
+        if summary.WATERMARK not in snapshot.summary:
+            continue
+        try:
+            found = summary.read_inputs(snapshot.summary[summary.WATERMARK], summary.WATERMARK)
+        except (TypeError, ValueError) as exc:
+            raise _unreadable(table, f"snapshot {snapshot.snapshot_id}: {exc}") from exc
+        if any(i.table_uuid is None for i in found.values()):
+            raise _unreadable(table, f"snapshot {snapshot.snapshot_id}: a table_uuid is missing")
+        upstreams = {name: Watermark(str(i.table_uuid), i.snapshot_id) for name, i in found.items()}
+        return CdfState(upstreams, snapshot.snapshot_id, carried=True)
+    return kept
+
+
+def _kept_state(properties: Mapping[str, str], table: str) -> CdfState | None:
     raw = properties.get(CDF_STATE)
     if raw is None:
         return None
@@ -71,11 +99,15 @@ def load_state(properties: Mapping[str, str], table: str) -> CdfState | None:
             upstreams, int(target) if target is not None else None, document.get("mode")
         )
     except (ValueError, KeyError, TypeError) as exc:
-        raise errors.ConfigurationError(
-            errors.CDF_STATE_UNREADABLE.format(table=table, key=CDF_STATE, reason=exc)
-        ) from exc
+        raise _unreadable(table, f"{CDF_STATE}: {exc}") from exc
 
 
-def write_state(execute: Callable[[str], object], table: TableName, state: CdfState) -> None:
-    """Record the watermarks on the target (a metadata-only commit)."""
+def _unreadable(table: str, reason: str) -> errors.ConfigurationError:
+    return errors.ConfigurationError(
+        errors.CDF_STATE_UNREADABLE.format(table=table, key=summary.WATERMARK, reason=reason)
+    )
+
+
+def keep_state(execute: Callable[[str], object], table: TableName, state: CdfState) -> None:
+    """Keep a state that moved without a data commit (a metadata-only commit)."""
     execute(set_properties_sql(table.sql(), {CDF_STATE: state.dumps()}))

@@ -9,8 +9,10 @@
 
 
 {% macro icetime_changes_write(sql) %}
-  {#- The run's data statement, with the fault points of icetime's exactly-once tests. -#}
+  {#- The run's data statement, with the fault points of icetime's exactly-once tests. Its
+      commit carries the new watermarks. -#}
   {% do adapter.icetime_fault('before_write') %}
+  {% do adapter.icetime_changes_carry(model) %}
   {% do adapter.icetime_fault('during_write') %}
   {%- call statement('main') -%}{{ sql }}{%- endcall -%}
 {% endmacro %}
@@ -25,8 +27,8 @@
 
 
 {% macro icetime_changes_end(run, existing_relation, committed) %}
-  {#- After the data statement (if it ran): the watermarks move, the build record with them
-      when it can; then dbt's response, grants, docs and post-hooks. -#}
+  {#- After the data statement (if it ran; its commit carried the watermarks): the session
+      carries them no more; then dbt's response, grants, docs and post-hooks. -#}
   {% do adapter.icetime_change_finish(model, committed) %}
   {%- set main = load_result('main') -%}
   {% do store_result('main', response=adapter.icetime_change_response(model, main.response), agate_table=main.table) %}

@@ -53,9 +53,9 @@
   {%- else -%}
     {{ log("icetime: building " ~ this ~ " from scratch (" ~ (run.reason or 'replacing a view') ~ ")", info=true) }}
   {%- endif -%}
-  {#- The new watermarks are committed with the data (tblproperties, see
-      icetime__tblproperties_clause): a rebuild killed before its commit leaves the old table
-      with its old watermarks, one that commits is recorded. -#}
+  {#- The new watermarks are committed with the data (in its summary: icetime_changes_write):
+      a rebuild killed before its commit leaves the old table with its old watermarks, one
+      that commits is recorded. -#}
   {%- if existing_relation is not none and existing_relation.is_view -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
@@ -107,6 +107,9 @@
         and literal bounds of the keys for the scan of the target. -#}
     {%- set recomputed = adapter.icetime_cdf_step("recomputed", model, changes) -%}
   {%- endif -%}
+  {#- The write's commit carries the new watermarks (a replace's: its insert, on the branch
+      main is fast-forwarded to). -#}
+  {% do adapter.icetime_changes_carry(model) %}
   {% do adapter.icetime_fault('during_write') %}
   {%- set replace = none -%}
   {%- if run['keys'] -%}

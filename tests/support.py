@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -326,6 +328,25 @@ def sql(project: Any, statement: str, fetch: str | None = None) -> Any:
     return project.run_sql(statement.replace("{s}", f"icetime.{project.test_schema}"), fetch=fetch)
 
 
+@contextmanager
+def one_session(project: Any) -> Iterator[Callable[..., Any]]:
+    """Statements on one dbt connection, so one Spark session: a temporary view or a session
+    setting one makes, the next sees (``sql`` opens a connection per statement). Yields
+    ``run(statement, fetch=None|"one"|"all")``; statements are not formatted."""
+    with project.adapter.connection_named("__test_one_session"):
+        connection = project.adapter.connections.get_thread_connection()
+
+        def run(statement: str, fetch: str | None = None) -> Any:
+            cursor = connection.handle.cursor()
+            cursor.execute(statement.replace("{s}", f"icetime.{project.test_schema}"))
+            if fetch is None:
+                return None
+            found = cursor.fetchall()
+            return (found[0] if found else None) if fetch == "one" else found
+
+        yield run
+
+
 def rows(project: Any, query: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in sql(project, query, fetch="all"))
 
@@ -364,6 +385,19 @@ def build_record(project: Any, table: str) -> dict[str, Any]:
     path = current_metadata_file(project, table)
     metadata = parse_metadata(table, str(path), path.read_bytes())
     return built_from(metadata, table)
+
+
+def cdf_watermarks(project: Any, table: str) -> dict[str, int] | None:
+    """The upstream snapshots the CDF target ``{s}.table`` reflects (None: no state): those of
+    the nearest commit that carries them, as its next run reads them."""
+    from dbt.adapters.icetime.changes.state import load_state
+    from dbt.adapters.icetime.metadata.parse import parse_metadata
+
+    path = current_metadata_file(project, table)
+    state = load_state(parse_metadata(table, str(path), path.read_bytes()), table)
+    if state is None:
+        return None
+    return {name: mark.snapshot_id for name, mark in state.upstreams.items()}
 
 
 def property_of(project: Any, table: str, key: str) -> str | None:

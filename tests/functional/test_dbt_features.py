@@ -14,11 +14,11 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from tests.support import (
     COW,
     PackageProject,
+    cdf_watermarks,
     create_orders,
     drop_environments,
     install_package,
     properties,
-    property_of,
     raw_sources,
     rows,
     snapshots,
@@ -61,7 +61,7 @@ class TestEmptyRuns(Orders):
         run_dbt(["run", "--empty", "-s", "latest"])
         assert rows(project, "select * from {s}.latest") == []
         empty_columns = sql(project, "describe {s}.latest", "all")
-        assert property_of(project, "latest", "icetime.cdf.state") is None
+        assert cdf_watermarks(project, "latest") is None
 
         # The next run is a first run: every row, and the same columns a first run makes.
         run_dbt(["run", "-s", "latest"])
@@ -70,14 +70,14 @@ class TestEmptyRuns(Orders):
             (1, "open"),
         ]
         assert sql(project, "describe {s}.latest", "all") == empty_columns
-        watermark = property_of(project, "latest", "icetime.cdf.state")
+        watermark = cdf_watermarks(project, "latest")
         assert watermark is not None
 
         # --empty on an existing target leaves it (rows and watermark) as it is.
         sql(project, "insert into {s}.orders values (5, 'open', 50)")
         run_dbt(["run", "--empty", "-s", "latest"])
         assert len(rows(project, "select * from {s}.latest")) == 2
-        assert property_of(project, "latest", "icetime.cdf.state") == watermark
+        assert cdf_watermarks(project, "latest") == watermark
 
     def test_pinned_run_under_empty(self, project: Any) -> None:
         first = snapshots(project, "orders")[0]

@@ -22,6 +22,7 @@ from dbt.adapters.icetime.faults import AFTER_MODEL_COMMIT, BEFORE_BUILD_RECORD
 from tests.support import (
     PackageProject,
     build_record,
+    cdf_watermarks,
     current_metadata_file,
     install_package,
     operation,
@@ -353,23 +354,27 @@ class TestSkipUnchanged(PackageProject):
         assert "icetime.plan: select 7 is not accepted" in output
         assert metadata_files(project) == files
 
-    def test_a_cdf_watermark_commit_carries_the_build_record(self, project: Any) -> None:
+    def test_a_cdf_data_commit_carries_the_watermark_and_the_build_record(
+        self, project: Any
+    ) -> None:
         def commits() -> int:  # metadata versions: one per commit, data or properties
             return int(
                 sql(project, "select count(*) from {s}.orders_cdf.metadata_log_entries", "one")[0]
             )
 
-        # An incremental CDF run: its MERGE, then one commit with the watermark and the record.
+        # An incremental CDF run: one commit, its MERGE, carrying the watermark and the record.
         before = commits()
         sql(project, "insert into {s}.orders values (6, 60)")
         run_dbt(["run", "-s", "orders_cdf"])
-        assert commits() == before + 2
+        assert commits() == before + 1
         assert record(project, "orders_cdf")["snapshot_id"] == snapshots(project, "orders_cdf")[-1]
-        assert property_of(project, "orders_cdf", "icetime.cdf.state") is not None
+        assert cdf_watermarks(project, "orders_cdf") == {
+            f"icetime.{project.test_schema}.orders": snapshots(project, "orders")[-1]
+        }
         assert built(run_dbt(["run", *SKIP, "-s", "orders_cdf"])) == set()
 
         # With a post-hook the record waits for it (a failing hook fails the build): the
-        # MERGE, the watermark, the hook's commit, then the record's.
+        # MERGE with the watermark, the hook's commit, then the record's.
         hook = "alter table {{ this }} set tblproperties ('hooked' = 'yes')"
         hooked = MODELS["orders_cdf.sql"].replace(
             "on_history_gap='full_refresh'", f'on_history_gap="full_refresh", post_hook="{hook}"'
@@ -379,7 +384,7 @@ class TestSkipUnchanged(PackageProject):
         sql(project, "insert into {s}.orders values (7, 70)")
         run_dbt(["run", "-s", "orders_cdf"])
         assert property_of(project, "orders_cdf", "hooked") == "yes"
-        assert commits() == before + 4
+        assert commits() == before + 3
         assert record(project, "orders_cdf")["snapshot_id"] == snapshots(project, "orders_cdf")[-1]
         assert built(run_dbt(["run", *SKIP, "-s", "orders_cdf"])) == set()
         assert rows(project, "select id, amount from {s}.orders_cdf") == rows(

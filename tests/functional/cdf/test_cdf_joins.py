@@ -3,7 +3,6 @@ from the changes of every upstream (``changes/query.py``, docs/flow/cdf-joins.md
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,9 @@ from tests.support import (
     PackageProject,
     assert_equal_sets,
     assert_no_spark_cache,
+    cdf_watermarks,
     clear_spark_cache,
     install_package,
-    property_of,
     raw_sources,
     rows,
     run_failing,
@@ -157,10 +156,10 @@ class JoinBase(PackageProject):
         assert {name: snapshots(project, name) for name in QUERIES} == before
 
         # Every upstream's watermark moved with the data.
-        state = json.loads(property_of(project, "enriched", "icetime.cdf.state") or "{}")
+        marks = cdf_watermarks(project, "enriched") or {}
         for table in ("orders", "customers"):
             name = f"icetime.{project.test_schema}.{table}"
-            assert state["upstreams"][name]["snapshot_id"] == snapshots(project, table)[-1]
+            assert marks[name] == snapshots(project, table)[-1]
 
 
 class TestJoinsMergeOnRead(JoinBase):

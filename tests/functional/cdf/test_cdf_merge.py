@@ -16,11 +16,11 @@ from tests.support import (
     SOURCES,
     PackageProject,
     assert_equal_sets,
+    cdf_watermarks,
     compact,
     create_orders,
     install_package,
     per_layout,
-    property_of,
     snapshots,
     sql,
 )
@@ -78,10 +78,17 @@ class CdfMergeBase(PackageProject):
         sql(project, "delete from {s}.orders where order_id = 31")
         self.run_and_check(project)
         upstream = snapshots(project, "orders")[-1]
-        state = json.loads(property_of(project, "latest", "icetime.cdf.state") or "{}")
-        recorded = state["upstreams"][f"icetime.{project.test_schema}.orders"]
-        assert recorded["snapshot_id"] == upstream
-        assert state["target_snapshot_id"] == snapshots(project, "latest")[-1]
+        orders = f"icetime.{project.test_schema}.orders"
+        assert cdf_watermarks(project, "latest") == {orders: upstream}
+        # Carried by the run's own data commit, in its summary.
+        head = snapshots(project, "latest")[-1]
+        carried = sql(
+            project,
+            "select summary['icetime.cdf.watermark'] from {s}.latest.snapshots "
+            f"where snapshot_id = {head}",
+            "one",
+        )[0]
+        assert json.loads(carried)[orders]["snapshot_id"] == upstream
 
     def test_compaction_and_idle_runs_commit_nothing(self, project: Any, orders: None) -> None:
         run_dbt(["run", "--select", "latest"])
@@ -177,10 +184,10 @@ class TestTwoUpstreams(PackageProject):
         sql(project, "insert into {s}.orders values (3, 'open')")
         run_dbt(["run"])
         assert_equal_sets(project, "select * from {s}.both", TWO_REBUILD)
-        state = json.loads(property_of(project, "both", "icetime.cdf.state") or "{}")
+        marks = cdf_watermarks(project, "both") or {}
         for table in ("orders", "customers"):
             name = f"icetime.{project.test_schema}.{table}"
-            assert state["upstreams"][name]["snapshot_id"] == snapshots(project, table)[-1]
+            assert marks[name] == snapshots(project, table)[-1]
 
 
 PAID = """

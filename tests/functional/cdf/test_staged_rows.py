@@ -19,7 +19,7 @@ from dbt.adapters.icetime.changes.files import ChangeRows, stage
 from dbt.adapters.icetime.changes.reads import staged_read, staged_relation
 from dbt.adapters.icetime.changes.signed import ORD, SIGN
 from dbt.adapters.icetime.metadata.model import Schema, SchemaField
-from tests.support import rows, sql
+from tests.support import one_session
 
 UTC = dt.UTC
 D = decimal.Decimal
@@ -95,36 +95,39 @@ class TestStagedRows:
         assert staged.path is not None and Path(staged.path).exists() and staged.rows is None
         assert (inline.columns, inline.deletes) == (staged.columns, staged.deletes)
 
-        sql(project, staged_relation("icetime_test_staged", staged))
-        # (braces doubled: dbt's test helper formats each statement, and `$\{` is in the rows)
-        from_values = staged_read(inline, OUT).sql.replace("{", "{{").replace("}", "}}")
-        from_file = staged_read(staged, OUT, "icetime_test_staged").sql
-        assert sql(project, f"select count(*) from ({from_values})", "one")[0] == table.num_rows
-        assert rows(project, f"{from_values} except all {from_file}") == []
-        assert rows(project, f"{from_file} except all {from_values}") == []
-        # Equality folds -0.0 into 0.0, and every NaN is equal: the signs and NaNs one by one.
-        signs = f"select {ORD}, string(1 / f), string(1 / d), string(f), string(d) from ({{q}})"
-        assert rows(project, signs.format(q=from_values)) == rows(
-            project, signs.format(q=from_file)
-        )
-        # And the values are the ones staged (as text: Python's datetime cannot take year 1
-        # from PySpark).
-        found = rows(
-            project,
-            f"select {ORD}, string(day), string(unix_micros(ts)), string(local), s, amount "
-            f"from ({from_values})",
-        )
-        epoch = dt.datetime(1970, 1, 1)
-        assert [r[1:] for r in found] == [
-            (
-                r["day"] and r["day"].isoformat(),
-                TIMES[i] and str((TIMES[i] - epoch) // dt.timedelta(microseconds=1)),
-                r["local"] and r["local"].isoformat(sep=" "),
-                r["s"],
-                r["amount"],
+        # One session: the temporary view over the file, then the statements that read it.
+        with one_session(project) as run:
+
+            def rows(query: str) -> list[tuple[Any, ...]]:
+                return sorted(tuple(r) for r in run(query, "all"))
+
+            run(staged_relation("icetime_test_staged", staged))
+            from_values = staged_read(inline, OUT).sql
+            from_file = staged_read(staged, OUT, "icetime_test_staged").sql
+            assert run(f"select count(*) from ({from_values})", "one")[0] == table.num_rows
+            assert rows(f"{from_values} except all {from_file}") == []
+            assert rows(f"{from_file} except all {from_values}") == []
+            # Equality folds -0.0 into 0.0, and every NaN is equal: the signs and NaNs one by
+            # one.
+            signs = f"select {ORD}, string(1 / f), string(1 / d), string(f), string(d) from ({{q}})"
+            assert rows(signs.format(q=from_values)) == rows(signs.format(q=from_file))
+            # And the values are the ones staged (as text: Python's datetime cannot take year 1
+            # from PySpark).
+            found = rows(
+                f"select {ORD}, string(day), string(unix_micros(ts)), string(local), s, amount "
+                f"from ({from_values})"
             )
-            for i, r in enumerate(table.to_pylist())
-        ]
+            epoch = dt.datetime(1970, 1, 1)
+            assert [r[1:] for r in found] == [
+                (
+                    r["day"] and r["day"].isoformat(),
+                    TIMES[i] and str((TIMES[i] - epoch) // dt.timedelta(microseconds=1)),
+                    r["local"] and r["local"].isoformat(sep=" "),
+                    r["s"],
+                    r["amount"],
+                )
+                for i, r in enumerate(table.to_pylist())
+            ]
 
     def test_rows_not_inlined_go_to_a_file(self) -> None:
         table = change_rows()
@@ -160,16 +163,17 @@ class TestStagedRows:
         staged = stage(PyArrowFileIO(), str(tmp_path), ChangeRows(table, 1))
         assert staged.path is not None and staged.column_list is not None
         assert "struct<`x`:double,`y`:bigint,`odd name```:date>" in staged.column_list
-        sql(project, staged_relation("icetime_test_named", staged))
         unnamed = dataclasses.replace(staged, column_list=None)
         inferring = staged_relation("v", unnamed)
         assert inferring.startswith("create or replace temporary view `v` using parquet")
-        sql(project, staged_relation("icetime_test_inferred", unnamed))
-        named = "select to_json(struct(*)) from icetime_test_named"
-        inferred = "select to_json(struct(*)) from icetime_test_inferred"
-        assert sql(project, f"select count(*) from ({named})", "one")[0] == table.num_rows
-        assert rows(project, f"{named} except all {inferred}") == []
-        assert rows(project, f"{inferred} except all {named}") == []
+        with one_session(project) as run:  # the views, then the statements that read them
+            run(staged_relation("icetime_test_named", staged))
+            run(staged_relation("icetime_test_inferred", unnamed))
+            named = "select to_json(struct(*)) from icetime_test_named"
+            inferred = "select to_json(struct(*)) from icetime_test_inferred"
+            assert run(f"select count(*) from ({named})", "one")[0] == table.num_rows
+            assert run(f"{named} except all {inferred}", "all") == []
+            assert run(f"{inferred} except all {named}", "all") == []
         # A type without an exact Spark name here is left to Spark's inference.
         fixed = pa.table({"u": pa.array([b"0123456789abcdef"], pa.binary(16))})
         assert values.column_list(fixed.schema) is None

@@ -53,3 +53,40 @@
   from {{ table }}.snapshots
   having min(committed_at) > current_timestamp() - make_interval(0, 0, 0, {{ days | int }}, 0, 0, 0)
 {% endmacro %}
+
+
+{% macro provenance(relation, snapshot=none) %}
+  {{ return(adapter.dispatch('provenance', 'icetime')(relation, snapshot)) }}
+{% endmacro %}
+
+{% macro default__provenance(relation, snapshot) %}{{ icetime_requires_adapter('provenance') }}{% endmacro %}
+
+{% macro icetime__provenance(relation, snapshot) %}
+  {#- What built one snapshot of `relation` (default: its current one; any pin form), from the
+      snapshot's own summary: {table, snapshot_id, committed_at, operation, recorded, node,
+      invocation_id, inputs: {table: {snapshot_id, table_uuid, node}}, fingerprint,
+      cdf_watermark, icetime_version}. Printed, and returned. -#}
+  {%- if execute -%}
+    {%- set found = adapter.icetime_history_operation("provenance", graph, relation, snapshot) -%}
+    {{ print(found['text']) }}
+    {{ return(found) }}
+  {%- endif -%}
+{% endmacro %}
+
+
+{% macro lineage(relation, snapshot=none) %}
+  {{ return(adapter.dispatch('lineage', 'icetime')(relation, snapshot)) }}
+{% endmacro %}
+
+{% macro default__lineage(relation, snapshot) %}{{ icetime_requires_adapter('lineage') }}{% endmacro %}
+
+{% macro icetime__lineage(relation, snapshot) %}
+  {#- The inputs of one snapshot of `relation`, followed back through every table icetime built
+      to the sources: {table, snapshot_id, node, note, inputs: [...], sources: [{table,
+      snapshot_id}]}. Printed as a tree, and returned. -#}
+  {%- if execute -%}
+    {%- set found = adapter.icetime_history_operation("lineage", graph, relation, snapshot) -%}
+    {{ print(found['text']) }}
+    {{ return(found) }}
+  {%- endif -%}
+{% endmacro %}

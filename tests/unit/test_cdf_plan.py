@@ -118,6 +118,7 @@ def test_a_rebuild_after_the_watermark_is_one_change_against_the_watermark() -> 
 
 def test_the_state_is_the_nearest_commit_that_carries_one() -> None:
     state = CdfState({"icetime.raw.orders": Watermark(UUID, 6)})
+    assert list(state.summary_entries()) == ["icetime.cdf.watermark"]  # the build's keys stay
     carried = snap(2, 1, "overwrite", **state.summary_entries())
     # Written by the run's own commit; then another writer's append and a compaction carry
     # none, and the state stays that of snapshot 2.

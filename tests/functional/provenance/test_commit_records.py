@@ -2,7 +2,8 @@
 
 A second engine reads the keys: pyiceberg on the project's catalog. Four independent models
 build at once on four dbt threads, each on a session of its own; every commit carries its own
-model's keys only, and a statement after the models (an on-run-end hook's insert) none.
+model's keys only, and a statement after the models (an on-run-end hook's insert) none. Then
+``icetime.provenance`` and ``icetime.lineage`` read them back, from a mart to the raw commit.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.support import PackageProject, install_package, pyiceberg_catalog, raw_sources, sql
+from tests.support import (
+    PackageProject,
+    install_package,
+    operation,
+    pyiceberg_catalog,
+    raw_sources,
+    run_failing,
+    snapshots,
+    sql,
+)
 
 PARTS = ("m1", "m2", "m3", "m4")
 MODELS = {
@@ -130,3 +140,48 @@ class TestCommitRecords(PackageProject):
             assert entry["snapshot_id"] == orders.current_snapshot().snapshot_id
         assert read("hook_log") == [{}, {}]
         assert set(KEYS) <= set(read("m3")[0])
+
+    def test_provenance_and_lineage_read_the_records_back(self, project: Any) -> None:
+        schema = f"icetime.{project.test_schema}"
+        m1, orders = snapshots(project, "m1"), snapshots(project, "orders")
+        after = snapshots(project, "after_m1")[-1]
+        said = operation("provenance", {"relation": f"{project.test_schema}.after_m1"})
+        assert f"{schema}.after_m1 @ {after} (overwrite, " in said
+        assert "built by model.test.after_m1 in invocation " in said
+        assert f"read {schema}.m1 @ {m1[-1]}" in said
+        # From the mart back to the raw commit it came from.
+        said = operation("lineage", {"relation": f"{project.test_schema}.after_m1"})
+        tree = [line for line in said.splitlines() if f"{schema}." in line]
+        assert any(
+            line.endswith(f"{schema}.after_m1 @ {after} (model.test.after_m1)") for line in tree
+        )
+        assert any(line.endswith(f"  {schema}.m1 @ {m1[-1]} (model.test.m1)") for line in tree)
+        assert any(line.endswith(f"    {schema}.orders @ {orders[-2]}") for line in tree)
+        assert f"sources: {schema}.orders@{orders[-2]}" in said
+        # An older snapshot says what built it; a source's snapshot has no record.
+        inc = snapshots(project, "orders_inc")
+        first = operation("provenance", {"relation": f"{schema}.orders_inc", "snapshot": inc[0]})
+        assert f"read {schema}.orders @ {orders[-2]}" in first
+        said = operation("provenance", {"relation": f"{schema}.orders"})
+        assert "no icetime record" in said
+        cdf = operation("provenance", {"relation": f"{schema}.orders_cdf"})
+        assert f"reflects the changes of {schema}.orders up to {orders[-1]}" in cdf
+        # Bad input names the value and what exists.
+        output = run_failing(
+            [
+                "run-operation",
+                "icetime.provenance",
+                "--args",
+                json.dumps({"relation": f"{schema}.m1", "snapshot": 12345}),
+            ]
+        )
+        assert "12345" in output and f"{schema}.m1" in output, output
+        output = run_failing(
+            [
+                "run-operation",
+                "icetime.lineage",
+                "--args",
+                json.dumps({"relation": f"{schema}.nosuch"}),
+            ]
+        )
+        assert f"{schema}.nosuch" in output, output

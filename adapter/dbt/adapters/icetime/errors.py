@@ -682,3 +682,11 @@ SUMMARY_VALUE_SUBSTITUTED = (
     "{value!r} cannot be written into a snapshot's summary: Spark would replace its '${{...}}' "
     "with a variable. Rename the model or table so that its name holds no '${{'."
 )
+PROVENANCE_UNREADABLE = (
+    "The record of snapshot {snapshot} of {table} cannot be read: {reason}. Its summary holds "
+    "icetime keys that are not what icetime writes."
+)
+PROVENANCE_EXPIRED = (
+    "Snapshot {snapshot} of {table} has expired: its summary, and the record in it, are gone. "
+    "Keep history longer with icetime.expire_snapshots' keep_pins or a tag."
+)

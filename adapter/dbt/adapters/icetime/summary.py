@@ -82,11 +82,11 @@ class SnapshotRecord:
         found = {
             NODE: self.node,
             INVOCATION: self.invocation_id,
-            INPUTS: _inputs_text(self.inputs),
+            INPUTS: inputs_text(self.inputs),
             FINGERPRINT: self.fingerprint,
             VIEWS: _json(dict(sorted(self.views.items()))) if self.views else None,
             VERSION: self.version,
-            WATERMARK: None if self.watermark is None else _inputs_text(self.watermark),
+            WATERMARK: None if self.watermark is None else inputs_text(self.watermark),
         }
         return {key: value for key, value in found.items() if value is not None}
 
@@ -153,7 +153,7 @@ def read_inputs(text: str | None, key: str) -> dict[str, Input]:
     return found
 
 
-def _inputs_text(inputs: Mapping[str, Input]) -> str:
+def inputs_text(inputs: Mapping[str, Input]) -> str:
     return _json({table: i.document() for table, i in sorted(inputs.items())})
 
 

@@ -58,7 +58,7 @@ class CdfState:
         marks = {
             name: summary.Input(w.snapshot_id, w.table_uuid) for name, w in self.upstreams.items()
         }
-        return summary.SnapshotRecord(watermark=marks).summary()
+        return {summary.WATERMARK: summary.inputs_text(marks)}
 
 
 def load_state(metadata: TableMetadata, table: str) -> CdfState | None:

@@ -10,10 +10,12 @@ from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.history import diff as history_diff
 from dbt.adapters.icetime.history import expire, restore, tags
 from dbt.adapters.icetime.history import log as history_log
+from dbt.adapters.icetime.history import provenance as history_provenance
 from dbt.adapters.icetime.history.restore import Restorer
 from dbt.adapters.icetime.history.targets import SelectNodes, resolve_targets
 from dbt.adapters.icetime.metadata import Ref, TableMetadata, TableName
 from dbt.adapters.icetime.metadata.files import SnapshotFiles
+from dbt.adapters.icetime.metadata.model import Snapshot
 from dbt.adapters.icetime.metadata.points import AtTimestamp, parse_point
 from dbt.adapters.icetime.metadata.resolve import Archive, resolve
 from dbt.adapters.icetime.services import Services
@@ -50,7 +52,7 @@ class HistoryOperations:
         """One operation by its macro's name, with the macro's arguments in its order."""
         if operation == "history":
             return history_log.as_table(self.history(*arguments))
-        if operation not in ("restore", "tag", "expire_snapshots", "diff"):
+        if operation not in ("restore", "tag", "expire_snapshots", "diff", "provenance", "lineage"):
             raise ValueError(f"no history operation {operation!r}")
         return getattr(self, operation)(*arguments)
 
@@ -161,6 +163,41 @@ class HistoryOperations:
         metadata = self.services.reader.table(self._one(model, relation, "icetime.history"))
         found = history_log.entries(metadata, restore.recorded_restores(metadata.properties))
         return found[:count]
+
+    def provenance(self, relation: Any, snapshot: Any) -> dict[str, Any]:
+        """What built one snapshot of a table (default: its current one)."""
+        table, found = self._snapshot(relation, snapshot, "icetime.provenance")
+        document = history_provenance.provenance(found, table)
+        document["text"] = history_provenance.render_provenance(document)
+        return document
+
+    def lineage(self, relation: Any, snapshot: Any) -> dict[str, Any]:
+        """The inputs of one snapshot of a table, followed back to the sources."""
+        table, found = self._snapshot(relation, snapshot, "icetime.lineage")
+        step = history_provenance.lineage(self.services.reader.table, table, found.snapshot_id)
+        document = step.document()
+        document["sources"] = [{"table": t, "snapshot_id": s} for t, s in step.sources()]
+        document["text"] = history_provenance.render_lineage(step)
+        return document
+
+    def _snapshot(self, relation: Any, snapshot: Any, what: str) -> tuple[TableName, Snapshot]:
+        """The table ``relation`` names and its snapshot at ``snapshot`` (any point form;
+        default: the current snapshot)."""
+        table = self._one(None, relation, what)
+        metadata = self.services.reader.table(table)
+        if snapshot is None:
+            found = metadata.current_snapshot
+            if found is None:
+                raise errors.ConfigurationError(errors.NO_SNAPSHOTS.format(table=table))
+            return table, found
+        point = parse_point(snapshot, "snapshot")
+        resolved = resolve(metadata, point, int(time.time() * 1000), self._archive())
+        found = metadata.snapshot(resolved.snapshot_id)
+        if found is None:  # an expired snapshot known only to the archive: no summary left
+            raise errors.ConfigurationError(
+                errors.PROVENANCE_EXPIRED.format(table=table, snapshot=resolved.snapshot_id)
+            )
+        return table, found
 
     def diff(self, from_: Any, to: Any, model: Any, relation: Any, key: Any, rows: Any) -> str:
         """Rows only in one version, and with a key, changed rows and which columns changed."""

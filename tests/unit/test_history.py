@@ -143,17 +143,18 @@ def test_history_lines_fit_the_width_and_cut_the_widest_columns() -> None:
 
     row = (
         "2026-11-26T10:00:00.000Z", 8_123_456_789_012_345_678, 1_234_567_890_123_456_789,
-        "overwrite", 12, 3, 1, 1, 2048, 1024,
+        "overwrite", "model.shop.daily_revenue", "raw.orders@4410123456789012345",
+        12, 3, 1, 1, 2048, 1024,
         "Apache Iceberg 1.10.2 (app local-1764151200000-abcdefabcdef)",
         "restore to 1234567890123456789 by icetime (dbt invocation 3f0c6c1e-0000-4000-8000-1)",
     )  # fmt: skip
     whole = log.render([row], 1000)
     assert "Apache Iceberg 1.10.2 (app local-1764151200000-abcdefabcdef)" in whole
-    for width in (80, 120, 200):
+    for width in (80, 120, 260):
         lines = log.render([row], width).splitlines()
         assert all(len(line) <= width for line in lines), (width, lines)
         assert "8123456789012345678" in lines[2]  # an id is never cut
         assert lines[2].rstrip().endswith("…")  # the note is
-    assert log.render([row], 200).count("\n") == 2  # every column shown
+    assert log.render([row], 260).count("\n") == 2  # every column shown
     narrow = " ".join(log.render([row], 80).splitlines()[3:])
     assert narrow.startswith("(left out to fit 80 columns: bytes_removed, bytes_added")

@@ -166,6 +166,11 @@ class TestCommitRecords(PackageProject):
         assert "no icetime record" in said
         cdf = operation("provenance", {"relation": f"{schema}.orders_cdf"})
         assert f"reflects the changes of {schema}.orders up to {orders[-1]}" in cdf
+        # icetime.history shows, per commit, the node that wrote it and what it read.
+        said = operation("history", {"relation": f"{schema}.after_m1", "width": 400})
+        line = next(line for line in said.splitlines() if str(after) in line)
+        assert "model.test.after_m1" in line
+        assert f"{project.test_schema}.m1@{m1[-1]}" in line
         # Bad input names the value and what exists.
         output = run_failing(
             [

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dbt.adapters.icetime import args
+from dbt.adapters.icetime.errors import UnreadableRecord
 from dbt.adapters.icetime.metadata.model import (
     ADDED_DATA_FILES,
     ADDED_DELETE_FILES,
@@ -23,12 +24,15 @@ from dbt.adapters.icetime.metadata.model import (
     TableMetadata,
 )
 from dbt.adapters.icetime.metadata.points import format_ms
+from dbt.adapters.icetime.summary import read_record
 
 COLUMNS = (
     "made_current_at",
     "snapshot_id",
     "parent_id",
     "operation",
+    "built_by",
+    "inputs",
     "rows_added",
     "rows_removed",
     "files_added",
@@ -52,11 +56,14 @@ class Entry:
         writer = " ".join(p for p in (s.get("engine-name"), s.get("engine-version")) if p)
         if s.get("app-id"):
             writer += f" (app {s['app-id']})"
+        built_by, inputs = _built_by(s)
         return (
             format_ms(self.made_current_ms),
             self.snapshot.snapshot_id,
             self.snapshot.parent_id,
             self.snapshot.operation,
+            built_by,
+            inputs,
             snapshot.count(ADDED_RECORDS),
             snapshot.count(DELETED_RECORDS),
             snapshot.count(ADDED_DATA_FILES, ADDED_DELETE_FILES),
@@ -68,10 +75,26 @@ class Entry:
         )
 
 
+def _built_by(summary: Mapping[str, str]) -> tuple[str, str]:
+    """The node that wrote a commit and the inputs it read (``schema.table@snapshot``), from
+    the commit's own record; blank for another writer's commit."""
+    try:
+        record = read_record(summary)
+    except UnreadableRecord:
+        return "(unreadable record)", ""
+    if record is None:
+        return "", ""
+    inputs = ", ".join(
+        f"{name.split('.', 1)[-1] if name.count('.') == 2 else name}@{read.snapshot_id}"
+        for name, read in sorted(record.inputs.items())
+    )
+    return record.node or "", inputs
+
+
 # Columns of numbers, aligned right.
-NUMERIC = frozenset(COLUMNS[1:3] + COLUMNS[4:10])
+NUMERIC = frozenset(COLUMNS[1:3] + COLUMNS[6:12])
 # Columns of free text, cut (ending in "…") before any column is left out; ids never are cut.
-CUT_FIRST = ("writer", "note")
+CUT_FIRST = ("inputs", "built_by", "writer", "note")
 # Left out, in this order, when the line cannot fit otherwise.
 LEFT_OUT_FIRST = (
     "bytes_removed",
@@ -80,6 +103,7 @@ LEFT_OUT_FIRST = (
     "files_added",
     "parent_id",
     "writer",
+    "inputs",
     "rows_removed",
 )
 GAP = "  "

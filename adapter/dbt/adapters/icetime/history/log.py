@@ -105,6 +105,7 @@ LEFT_OUT_FIRST = (
     "writer",
     "inputs",
     "rows_removed",
+    "built_by",
 )
 GAP = "  "
 NARROWEST = 12  # a text column is cut no narrower than this while columns can be left out

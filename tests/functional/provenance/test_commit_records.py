@@ -190,3 +190,29 @@ class TestCommitRecords(PackageProject):
             ]
         )
         assert f"{schema}.nosuch" in output, output
+
+    def test_a_replay_reads_the_inputs_that_built_a_snapshot(self, project: Any) -> None:
+        schema = f"icetime.{project.test_schema}"
+        orders = snapshots(project, "orders")
+        first_inc = snapshots(project, "orders_inc")[0]  # built from orders' first snapshot
+        pin = f"built:{project.test_schema}.orders_inc@{first_inc}"
+        run_dbt(["run", "-s", "m1", "--vars", json.dumps({"pin_snapshot": pin})])
+        # m1 now holds the orders of that build (ids 1-40, not 41), and its commit says so.
+        assert sql(project, "select count(*) from {s}.m1", "one")[0] == 10
+        said = operation("provenance", {"relation": f"{schema}.m1"})
+        assert f"read {schema}.orders @ {orders[-2]}" in said
+        pins = json.loads(Path(project.project_root, "target", "icetime_pins.json").read_text())
+        assert pins["inputs"][f"{schema}.orders"]["snapshot_id"] == orders[-2]
+
+        # Refused, naming the value, with nothing built.
+        before = snapshots(project, "m1")
+        refused = {
+            f"built:{project.test_schema}.orders@{orders[-1]}": "carries no provenance",
+            f"built:{project.test_schema}.m1@12345": "has no snapshot 12345",
+            f"built:{project.test_schema}.nosuch@{first_inc}": "is not an Iceberg table",
+            "built:orders_inc": "is not a built: pin",
+        }
+        for value, why in refused.items():
+            output = run_failing(["run", "-s", "m1", "--vars", json.dumps({"pin_snapshot": value})])
+            assert value in output and why in output, (value, output)
+        assert snapshots(project, "m1") == before

@@ -389,7 +389,8 @@ PIN_FORMS = (
     "an ISO-8601 timestamp (2026-04-21T06:00:00Z; no offset means UTC), "
     "a snapshot id (a positive integer), tag:NAME, branch:NAME, "
     "a mapping {<source, relation or model name>: <one of these>}, "
-    "or @PATH to a pins file written by an earlier run (e.g. @target/icetime_pins.json)"
+    "@PATH to a pins file written by an earlier run (e.g. @target/icetime_pins.json), "
+    "or built:<relation>@<snapshot id> for the inputs that built that snapshot"
 )
 NOT_A_POINT = "{where}: {value!r} is not a pin. Accepted forms: {forms}."
 BAD_REF_NAME = (
@@ -689,4 +690,17 @@ PROVENANCE_UNREADABLE = (
 PROVENANCE_EXPIRED = (
     "Snapshot {snapshot} of {table} has expired: its summary, and the record in it, are gone. "
     "Keep history longer with icetime.expire_snapshots' keep_pins or a tag."
+)
+BUILT_PIN_MALFORMED = (
+    "pin_snapshot {value!r} is not a built: pin. Write built:<schema>.<table>@<snapshot id> (or "
+    "built:<catalog>.<schema>.<table>@<snapshot id>): the inputs that built that snapshot."
+)
+BUILT_PIN_NO_TABLE = "pin_snapshot {value!r}: {table} is not an Iceberg table of this catalog."
+BUILT_PIN_NO_SNAPSHOT = (
+    "pin_snapshot {value!r}: {table} has no snapshot {snapshot} (expired or never existed)."
+)
+BUILT_PIN_NO_RECORD = (
+    "pin_snapshot {value!r}: snapshot {snapshot} of {table} carries no provenance (another "
+    "writer made it, or an icetime before records rode the commits). Replay it with its pins "
+    "file (@target/icetime_pins.json of that run) or a snapshot id per input."
 )

@@ -23,6 +23,7 @@ from dbt.adapters.icetime.metadata.features import ICEBERG, CatalogFeatures
 from dbt.adapters.icetime.metadata.points import AtRef, Point
 from dbt.adapters.icetime.metadata.resolve import Archive, ResolvedPoint, at_instant, resolve
 from dbt.adapters.icetime.pins import record
+from dbt.adapters.icetime.pins.built import built_request, is_built_request
 from dbt.adapters.icetime.pins.spec import PinRequest, parse_request, pin_point
 
 RUN_START = "run start"
@@ -134,6 +135,8 @@ class PinSession:
             return None
         if isinstance(raw, str) and raw.strip().startswith("@"):
             return self.load_pins_file(raw.strip()[1:])
+        if is_built_request(raw):
+            return built_request(raw, self.reader, self.catalog)
         return parse_request(raw)
 
     def _resolve_all(self, inputs: dict[str, Input], known_names: set[str]) -> None:

@@ -123,6 +123,19 @@ class TestExpiryAndTags(PackageProject):
             "all",
         )
         assert [r[0] for r in archived] == [history[0]]
+        # The archive's commit says which operation and run made it.
+        made_by = sql(
+            project,
+            "select summary['icetime.node'], summary['icetime.invocation-id'] "
+            "from icetime.icetime_system.snapshot_history.snapshots "
+            "order by committed_at desc limit 1",
+            "one",
+        )
+        results = json.loads(Path(project.project_root, "target", "run_results.json").read_text())
+        assert tuple(made_by) == (
+            "operation.icetime.expire_snapshots",
+            results["metadata"]["invocation_id"],
+        )
         # The four questions answer as before the expiry.
         assert self.answers(project) == before
         # The CDF model still reads its changes (its watermark and what follows were kept);

@@ -28,7 +28,8 @@ a statement, so a JSON value writes ``$`` as its JSON escape, and any other valu
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +107,23 @@ def set_statements(entries: Mapping[str, str]) -> list[str]:
 def reset_statements(keys: tuple[str, ...] | list[str]) -> list[str]:
     """The statements that take ``keys`` off a session's next commits."""
     return [f"reset {quote_identifier(SESSION_PREFIX + key)}" for key in keys]
+
+
+@contextmanager
+def carried(execute: Callable[[str], object], entries: Mapping[str, str]) -> Iterator[None]:
+    """The statements inside make commits that carry ``entries`` (an operation's own writes)."""
+    for statement in set_statements(entries):
+        execute(statement)
+    try:
+        yield
+    finally:
+        for statement in reset_statements(list(entries)):
+            execute(statement)
+
+
+def operation_entries(operation: str, invocation_id: str) -> dict[str, str]:
+    """What an icetime operation's own commits carry: the operation, as a node, and the run."""
+    return {NODE: f"operation.icetime.{operation}", INVOCATION: invocation_id}
 
 
 def carries_record(summary: Mapping[str, str]) -> bool:

@@ -198,12 +198,16 @@ class Archive:
             )
 
     def prune(self, uuids: Sequence[str], before_ms: int) -> None:
+        """Drop archived rows older than ``before_ms``. A MERGE, not a DELETE: Iceberg commits a
+        DELETE that drops whole files (or nothing) without the session's snapshot properties,
+        so that commit would not say which operation made it (summary.py)."""
         if uuids:
             listed = ", ".join(sql_literal(u) for u in uuids)
             for table, column in ((self.name, "expired_at"), (self.log_name, "captured_at")):
                 self.execute(
-                    f"delete from {table.sql()} where table_uuid in ({listed}) "
-                    f"and {column} < {_timestamp(before_ms)}"
+                    f"merge into {table.sql()} t using (select 1 as one) s "
+                    f"on t.table_uuid in ({listed}) and t.{column} < {_timestamp(before_ms)} "
+                    "when matched then delete"
                 )
 
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from dbt.adapters.icetime import args, errors
+from dbt.adapters.icetime import args, errors, summary
 from dbt.adapters.icetime.history import diff as history_diff
 from dbt.adapters.icetime.history import expire, restore, tags
 from dbt.adapters.icetime.history import log as history_log
@@ -152,10 +152,12 @@ class HistoryOperations:
         if not dry:
             archive = expire.Archive(self.services.catalog, self.services.execute)
             archive.ensure()
-            archive.add(plans, now)
-            for plan in plans:
-                expire.expire(self.services.execute, self.services.catalog, plan)
-            archive.prune([p.metadata.table_uuid for p in plans], now - keep.ms)
+            entries = summary.operation_entries("expire_snapshots", self.services.invocation_id)
+            with summary.carried(self.services.execute, entries):  # the archive's commits
+                archive.add(plans, now)
+                for plan in plans:
+                    expire.expire(self.services.execute, self.services.catalog, plan)
+                archive.prune([p.metadata.table_uuid for p in plans], now - keep.ms)
         return expire.render(plans, dry)
 
     def history(self, model: Any, relation: Any, limit: Any) -> list[history_log.Entry]:

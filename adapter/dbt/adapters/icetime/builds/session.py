@@ -10,11 +10,10 @@ fingerprint can name inputs the same way in every environment. Around each model
   materialization and no statement;
 - the materialization asks ``skipped`` first (a model cloned from production, or left alone
   where dbt's runner is not patched) and calls ``model_finished`` when it completed;
-- a model that is built gets its record on every commit it makes: ``before_model`` sets the
-  snapshot properties of its connection's session (``summary.py``), ``after_model`` resets
-  them. Then it keeps the record as a table property where the build committed nothing, or
-  marks the build's commit incomplete where the build failed after it; ``close`` says what the
-  run did with its models.
+- a model that is built gets its record on every commit it makes (``commits.py``): set on
+  its connection's session in ``before_model``, reset in ``after_model``, and kept as a table
+  property where its commit cannot stand for it; ``close`` says what the run did with its
+  models.
 """
 
 from __future__ import annotations
@@ -23,23 +22,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import args, errors, faults, summary
+from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.builds import volatile
+from dbt.adapters.icetime.builds.commits import BuildCommits, Pending
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
 from dbt.adapters.icetime.builds.fingerprint import canonical_view_sql, fingerprint, sql_digest
 from dbt.adapters.icetime.builds.prefetch import Prefetch
 from dbt.adapters.icetime.builds.reads import build_inputs
-from dbt.adapters.icetime.builds.record import (
-    BuildRecord,
-    current_record,
-    set_record_sql,
-    snapshot_record,
-)
+from dbt.adapters.icetime.builds.record import current_record
 from dbt.adapters.icetime.config import SCD_STRATEGY
 from dbt.adapters.icetime.errors import MetadataError, TableNotFoundError, UnreadableRecord
 from dbt.adapters.icetime.graph import ProjectGraph, RunInputs
@@ -56,19 +50,6 @@ CLONED, BUILT, UNCHANGED = "cloned", "built", "unchanged"
 # are skipped).
 RECORDED = ("table", "incremental", "snapshot")
 SKIPPABLE = ("table", "incremental", "view")
-
-
-@dataclass
-class Pending:
-    """A model between ``before`` and ``after``."""
-
-    started_ms: int
-    candidate: Candidate | None
-    decision: Decision | None
-    # Set when its materialization completed (a failed build is never recorded).
-    finished: bool = False
-    # The summary keys its connection's session carries (reset after the model).
-    keyed: tuple[str, ...] = ()
 
 
 class BuildSession(Hook):
@@ -94,6 +75,8 @@ class BuildSession(Hook):
         self._tally: Counter[str] = Counter()
         self._names: dict[str, str] | None = None
         self._pending: dict[str, Pending] = {}
+        # What the builds' commits carry, and the records kept after them.
+        self.commits = BuildCommits(services, version)
         # The lookups below, loaded together as the run starts (a REST catalog's requests).
         self._prefetch = Prefetch(services.reader)
 
@@ -210,9 +193,10 @@ class BuildSession(Hook):
         if materialized not in RECORDED and materialized not in SKIPPABLE:
             self._prefetch.forget(written)  # a seed, say: it writes its table now
             if materialized == "seed":
+                seeded = Pending(int(time.time() * 1000), None, None)
                 with self._lock:
-                    self._pending[node.unique_id] = Pending(int(time.time() * 1000), None, None)
-                self._carry(node.unique_id, self._plain_record(node.unique_id))
+                    self._pending[node.unique_id] = seeded
+                self.commits.start(node.unique_id, materialized, seeded)
             return []
         with self._lock:
             if node.unique_id in self._pending:  # decided already, by leaves_alone
@@ -226,37 +210,16 @@ class BuildSession(Hook):
                 decision = self._reuse_production(node, candidate) or decision
             if decision.build:
                 logger.info(f"building {node.name}: {decision.reason}")
+        pending = Pending(started_ms, candidate, decision)
         with self._lock:
-            self._pending[node.unique_id] = Pending(started_ms, candidate, decision)
+            self._pending[node.unique_id] = pending
             if decision is not None and (decision.build or decision.reuse is not None):
                 self._tally[BUILT if decision.build else CLONED] += 1
         if decision is None or decision.build or decision.reuse is not None:
             self._prefetch.forget(written)
         if decision is None or decision.build:
-            self._carry(node.unique_id, self._commit_record(node.unique_id, materialized))
+            self.commits.start(node.unique_id, materialized, pending)
         return []
-
-    def _commit_record(self, uid: str, materialized: str) -> summary.SnapshotRecord:
-        """What the model's commits say built them: its build record where it has one."""
-        with self._lock:
-            pending = self._pending[uid]
-        if not self._recordable(pending):
-            return self._plain_record(uid)  # an input unreadable: never a guessed record
-        return snapshot_record(self._record(uid, materialized, None, pending))
-
-    def _plain_record(self, uid: str) -> summary.SnapshotRecord:
-        return summary.SnapshotRecord(
-            node=uid, invocation_id=self.services.invocation_id, version=self.version
-        )
-
-    def _carry(self, uid: str, record: summary.SnapshotRecord) -> None:
-        """Make the model's connection's next commits carry ``record`` (until after_model)."""
-        entries = record.summary()
-        with self._lock:
-            pending = self._pending[uid]
-            pending.keyed = tuple(entries)
-        for statement in summary.set_statements(entries):
-            self.services.execute(statement)
 
     def decide_left_alone(self, node: Any, this_sql: str) -> Decision | None:
         """The decision to leave ``node`` exactly as it is (None: its materialization runs,
@@ -443,68 +406,13 @@ class BuildSession(Hook):
             logger.info("skip_unchanged: " + ", ".join(said))
 
     def after_model(self, node: Any | None) -> None:
-        """Take the model's record off its connection's session. A finished build's record
-        also goes in a table property where its commit cannot stand for it: the build committed
-        nothing, or something after its commit could still have failed it (``confirmed``)."""
+        """The model is done: its record off its session, and kept where it must be."""
         if node is None:
             return
-        uid = node.unique_id
         with self._lock:
-            pending = self._pending.pop(uid, None)
-        if pending is None:
-            return
-        if pending.finished:
-            faults.maybe_fail(faults.AFTER_MODEL_COMMIT)
-        for statement in summary.reset_statements(pending.keyed):
-            self.services.execute(statement)
-        candidate = pending.candidate
-        if candidate is None or not pending.finished or not self._recordable(pending):
-            return
-        table = TableName.from_node(node, self.services.catalog)
-        try:
-            written = self.services.reader.table(table)
-        except TableNotFoundError:
-            return  # nothing written (an empty `--empty` build, say)
-        head = written.current_snapshot
-        if head is not None and self._committed_by(head.summary, uid) and not candidate.confirmed:
-            return  # the record rode the build's commit
-        record = self._record(uid, node.config.materialized, written.current_snapshot_id, pending)
-        faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
-        self.services.execute(set_record_sql(table.sql(), record))
-
-    def _committed_by(self, entries: Mapping[str, str], uid: str) -> bool:
-        """Whether a snapshot's summary says this invocation's build of ``uid`` committed it."""
-        return (
-            entries.get(summary.NODE) == uid
-            and entries.get(summary.INVOCATION) == self.services.invocation_id
-        )
-
-    @staticmethod
-    def _recordable(pending: Pending) -> bool:
-        if pending.candidate is None:
-            return False
-        if pending.decision is not None and pending.decision.skip:
-            return False  # left alone, or cloned from production with production's record
-        return not pending.candidate.unreadable  # a record is never written from a guess
-
-    def _record(
-        self, uid: str, materialized: str, snapshot_id: int | None, pending: Pending
-    ) -> BuildRecord:
-        candidate = pending.candidate
-        assert candidate is not None
-        return BuildRecord(
-            node=uid,
-            materialized=materialized,
-            snapshot_id=snapshot_id,
-            inputs={table: snapshot for table, (snapshot, _) in candidate.inputs.items()},
-            input_uuids={table: uuid for table, (_, uuid) in candidate.inputs.items()},
-            input_nodes=candidate.nodes,
-            views=candidate.views,
-            fingerprint=candidate.fingerprint,
-            icetime_version=self.version,
-            built_at_ms=pending.started_ms,
-            invocation_id=self.services.invocation_id,
-        )
+            pending = self._pending.pop(node.unique_id, None)
+        if pending is not None:
+            self.commits.finish(node, pending)
 
 
 def skippable(node: Any) -> bool:

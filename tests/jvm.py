@@ -75,19 +75,29 @@ gateway.proc.wait(timeout=120)
 """
 
 
+def session_class_path() -> list[str]:
+    """What the tests' sessions put first on the driver's class path: icetime's own classes,
+    then the session's jars (Iceberg's runtime, the catalog's JDBC driver): embedded.py."""
+    from dbt.adapters.icetime.credentials import IcetimeCredentials
+    from dbt.adapters.icetime.spark.embedded import resolve_settings, with_icetime_classes
+    from dbt.adapters.icetime.spark.server.java import CLASS_PATH_KEY
+
+    creds = IcetimeCredentials.from_dict({"method": "session", "schema": "warm"})
+    creds.resolve_paths(tempfile.gettempdir())
+    return with_icetime_classes(resolve_settings(creds))[CLASS_PATH_KEY].split(":")
+
+
 def archive_path() -> Path:
-    """The archive for this PySpark, this Java and icetime's classes (a new one of any gets a
-    new file)."""
+    """The archive for this PySpark, this Java, icetime's classes and the sessions' jars (a new
+    one of any gets a new file)."""
     import pyspark
 
-    from dbt.adapters.icetime.spark.classpath import runtime_jar
-    from dbt.adapters.icetime.spark.server.java import server_jar
-
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True)
-    # icetime's own classes are first on the sessions' class path (server/java.py), and a JVM
-    # maps an archive only with the very jar it was made with: its name and time are in the key.
-    classes = server_jar(runtime_jar())
-    described = f"{pyspark.__version__}\n{java.stderr}\n{classes}\n{int(classes.stat().st_mtime)}"
+    # A JVM maps an archive only with the very jars it was made with, first on its class path
+    # (server/java.py): their names and times are in the key.
+    jars = [Path(entry) for entry in session_class_path()]
+    stamps = "\n".join(f"{jar}\n{int(jar.stat().st_mtime)}" for jar in jars)
+    described = f"{pyspark.__version__}\n{java.stderr}\n{stamps}"
     key = hashlib.sha256(described.encode()).hexdigest()[:16]
     return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
 

@@ -134,6 +134,12 @@ def test_the_state_is_the_nearest_commit_that_carries_one() -> None:
             "t",
         )
         assert found == CdfState(state.upstreams, 2, carried=True), head
+    # A zero-copy clone shares its source's commits, and their watermarks: it has none.
+    cloned = replace(
+        table(snap(1, None, "append"), carried, current=2),
+        properties={"icetime.clone.source_snapshot_id": "2"},
+    )
+    assert load_state(cloned, "t") is None
     # Rolled back before it: the state goes back with the data (none here).
     assert load_state(table(snap(1, None, "append"), carried, current=1), "t") is None
 

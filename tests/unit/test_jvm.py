@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pyspark
 
-from dbt.adapters.icetime.spark.classpath import runtime_jar
-from dbt.adapters.icetime.spark.server.java import server_jar
-from tests.jvm import driver_options, ensure_archive
+from tests.jvm import driver_options, ensure_archive, session_class_path
 
 
 def java_version(options: list[str], class_path: str) -> subprocess.CompletedProcess[str]:
@@ -28,14 +26,13 @@ def test_spark_drivers_map_the_class_archive() -> None:
     assert f"-XX:SharedArchiveFile={archive}" in options
     home = Path(pyspark.__file__).parent
     # PySpark starts its driver on this class path (spark-class: the driver's extra class path,
-    # which holds icetime's own classes, then conf, then every jar).
+    # which holds icetime's own classes and the session's jars, then conf, then every jar).
     # PySpark 4's package has no conf directory, which the launcher then leaves out.
-    icetime_classes = server_jar(runtime_jar())
     conf = [str(home / "conf")] if (home / "conf").is_dir() else []
     # Spark 4's launcher also puts slf4j-api before the other jars.
     first = [] if pyspark.__version__.startswith("3.") else sorted(home.glob("jars/slf4j-api-*"))
     jars = [*map(str, first), f"{home / 'jars'}/*"]
-    spark = java_version(options, ":".join([str(icetime_classes), *conf, *jars]))
+    spark = java_version(options, ":".join([*session_class_path(), *conf, *jars]))
     assert spark.returncode == 0, spark.stderr
     # On another class path the same options cannot map it: the check above can fail.
     other = java_version(options, str(home / "conf"))

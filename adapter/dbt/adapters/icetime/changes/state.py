@@ -9,9 +9,12 @@ with its data. There is no window between the data and the state: one commit hol
 
 A run that moves the watermark without a data commit (only compactions since it) keeps the
 state in the table property ``icetime.cdf.state``, naming the current snapshot it is the state
-of. That property is also how targets built before keep their state (format below, with
-``target_snapshot_id`` null for a rebuild's, which named its own snapshot implicitly): it is
-read as the state of the snapshot it names, until a commit of the target carries one.
+of. That property is also how targets built before keep their state (``target_snapshot_id``
+null for a rebuild's, which named its own snapshot implicitly): it is read as the state of the
+snapshot it names, until a commit of the target carries one.
+
+A zero-copy clone of a target starts without a state: the commits it shares with its source
+carry the source's watermarks, of the source's upstreams.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from dbt.adapters.icetime import errors, summary
 from dbt.adapters.icetime.changes.plan import Watermark
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
-from dbt.adapters.icetime.properties import CDF_STATE
+from dbt.adapters.icetime.properties import CDF_STATE, CLONE_SOURCE_SNAPSHOT
 from dbt.adapters.icetime.sql import set_properties_sql
 
 STATE_VERSION = 1
@@ -68,7 +71,12 @@ def load_state(metadata: TableMetadata, table: str) -> CdfState | None:
     head = metadata.current_snapshot_id
     if kept is not None and head is not None and kept.target_snapshot_id == head:
         return kept  # moved after the head's commit, without a commit of its own
+    # A zero-copy clone's snapshots up to the one it was cloned at are its source's, with the
+    # source's watermarks (of the source's upstreams): a clone starts without a state.
+    cloned_at = metadata.properties.get(CLONE_SOURCE_SNAPSHOT)
     for snapshot in metadata.ancestors():
+        if cloned_at and str(snapshot.snapshot_id) == cloned_at:
+            break
         if summary.WATERMARK not in snapshot.summary:
             continue
         try:

@@ -161,7 +161,7 @@ def spark_session(creds: IcetimeCredentials) -> SparkSession:
         preflight(creds, settings)
         started = time.monotonic()
         builder = SparkSession.builder.master(settings.master).appName("icetime")
-        for key, value in _with_icetime_classes(settings).items():
+        for key, value in with_icetime_classes(settings).items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
@@ -177,7 +177,7 @@ def connection_session(creds: IcetimeCredentials) -> SparkSession:
     return spark_session(creds).newSession()
 
 
-def _with_icetime_classes(settings: EmbeddedSettings) -> dict[str, str]:
+def with_icetime_classes(settings: EmbeddedSettings) -> dict[str, str]:
     """The session's settings with icetime's Java classes (``server/java.py``): the local file
     system (no ``chmod`` process per file written: 15-20 % of a small commit's CPU) and, for a
     JDBC catalog, one catalog for the connections' sessions (concurrent commits queue on SQLite

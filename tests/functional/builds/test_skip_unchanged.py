@@ -100,6 +100,20 @@ def record(project: Any, table: str) -> dict[str, Any]:
     return found
 
 
+def killed_run(project: Any, fault: str) -> None:
+    """A skipping run of customers_t in a dbt process of its own, killed at ``fault``."""
+    killed = run_dbt_process(
+        Path(project.project_root),
+        "run",
+        *SKIP,
+        "-s",
+        "customers_t",
+        env={"ICETIME_FAULT": fault},
+        profiles_dir=Path(project.profiles_dir),
+    )
+    assert killed.returncode != 0, killed.output
+
+
 def built(results: Any) -> set[str]:
     """The models a run built (everything that did not end as dbt's no-op)."""
     return {name for name, status in statuses(results).items() if status != "no-op"}
@@ -272,16 +286,7 @@ class TestSkipUnchanged(PackageProject):
 
         # Killed right after its commit: the record rode the commit, the build is done.
         sql(project, "insert into {s}.customers values (3, 'hedy')")
-        killed = run_dbt_process(
-            Path(project.project_root),
-            "run",
-            *SKIP,
-            "-s",
-            "customers_t",
-            env={"ICETIME_FAULT": AFTER_MODEL_COMMIT},
-            profiles_dir=Path(project.profiles_dir),
-        )
-        assert killed.returncode != 0
+        killed_run(project, AFTER_MODEL_COMMIT)
         assert rows(project, "select count(*) from {s}.customers_t") == [(3,)]  # committed
         assert built(run_dbt(["run", *SKIP, "-s", "customers_t"])) == set()
         # With a post-hook, a build is done only when the hook ran: killed after the commit,
@@ -295,16 +300,7 @@ class TestSkipUnchanged(PackageProject):
         )
         run_dbt(["run", *SKIP, "-s", "customers_t"])
         sql(project, "insert into {s}.customers values (4, 'alan')")
-        killed = run_dbt_process(
-            Path(project.project_root),
-            "run",
-            *SKIP,
-            "-s",
-            "customers_t",
-            env={"ICETIME_FAULT": BEFORE_BUILD_RECORD},
-            profiles_dir=Path(project.profiles_dir),
-        )
-        assert killed.returncode != 0
+        killed_run(project, BEFORE_BUILD_RECORD)
         assert rows(project, "select count(*) from {s}.customers_t") == [(4,)]  # committed
         _, output = run_dbt_and_capture(["run", *SKIP, "-s", "customers_t+"])
         head = snapshots(project, "customers_t")[-2]

@@ -26,6 +26,9 @@ from tests.support import (
     sql,
 )
 
+# Every deployment, both Spark lines and REST: each session's settings reach its commits.
+pytestmark = pytest.mark.portable
+
 PARTS = ("m1", "m2", "m3", "m4")
 MODELS = {
     "sources.yml": raw_sources("orders"),

@@ -5,6 +5,10 @@ materialization (``start``), so every commit it makes carries it in its summary;
 model (``finish``) the settings are reset, and the record is kept as a table property where
 the build's commit cannot stand for it: the build committed nothing (an incremental run with no
 new rows), or something after its commit could still have failed it (``Candidate.confirmed``).
+
+Each key is a statement to set and one to reset (about 5 ms each through a Thrift server). The
+reset is needed: the warm server's client hands a closed node's session to the next connection
+(``server/client.py``), which may be the invocation's own (an ``on-run-end`` hook's).
 """
 
 from __future__ import annotations

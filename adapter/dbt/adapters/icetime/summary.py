@@ -91,10 +91,6 @@ class SnapshotRecord:
         }
         return {key: value for key, value in found.items() if value is not None}
 
-    def logical_inputs(self) -> dict[str, int]:
-        """Snapshot ids by what each input is in any environment."""
-        return {i.node or table: i.snapshot_id for table, i in self.inputs.items()}
-
 
 def set_statements(entries: Mapping[str, str]) -> list[str]:
     """The statements that make a session's next commits carry ``entries``."""
@@ -126,14 +122,14 @@ def operation_entries(operation: str, invocation_id: str) -> dict[str, str]:
     return {NODE: f"operation.icetime.{operation}", INVOCATION: invocation_id}
 
 
-def carries_record(summary: Mapping[str, str]) -> bool:
+def _carries_record(summary: Mapping[str, str]) -> bool:
     return NODE in summary or WATERMARK in summary
 
 
 def read_record(summary: Mapping[str, str]) -> SnapshotRecord | None:
     """The record in a snapshot's summary (None: icetime did not write this snapshot). One that
     cannot be read raises ``UnreadableRecord``: it never counts as "no record"."""
-    if not carries_record(summary):
+    if not _carries_record(summary):
         return None
     try:
         return SnapshotRecord(

@@ -2,8 +2,12 @@
 
 Iceberg adds a session's ``spark.sql.iceberg.snapshot-property.<key>`` settings to the summary
 of every snapshot that session commits (inserts, merges, deletes, create or replace ... as), so
-the record is written in the same commit as the data, on every deployment, by SQL alone. Any
-engine reads it from ``<table>.snapshots`` (SPEC §10)::
+the record is written in the same commit as the data, by SQL alone. Iceberg's Spark 4 runtimes
+do this themselves; on Spark 3.5 icetime's sessions (in process and the warm server) add an
+extension that does (``spark/server/CommitPropertiesExtension.java``). A Spark 3.5 cluster
+without it commits without the keys, and icetime then keeps the build record and the CDF
+state as table properties, as before (``builds/commits.py``, ``changes/state.py``). Any engine
+reads the keys from ``<table>.snapshots`` (SPEC §10)::
 
     icetime.node           model.shop.daily_revenue
     icetime.invocation-id  dbt's invocation_id

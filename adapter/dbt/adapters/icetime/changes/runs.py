@@ -152,11 +152,21 @@ class ChangeRuns(Hook):
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
             self._uncarry(run)
-            if committed and not run.carried:  # moved with no data commit (only compactions)
-                written = self.services.reader.table(run.target).current_snapshot_id
-                keep_state(self.services.execute, run.target, run.new_state(written))
+            if committed:
+                self._keep_uncarried(run)
         finally:
             run.close()
+
+    def _keep_uncarried(self, run: ChangeRun) -> None:
+        """Keep the new state as a property where no commit carries it: the watermarks moved
+        with no data commit (only compactions since the last run), or the data commit went
+        without them (a Spark 3.5 server without icetime's extension: ``summary.py``)."""
+        written = self.services.reader.table(run.target)
+        head = written.current_snapshot
+        wanted = run.new_state(None).summary_entries()[summary.WATERMARK]
+        if run.carried and head is not None and head.summary.get(summary.WATERMARK) == wanted:
+            return
+        keep_state(self.services.execute, run.target, run.new_state(written.current_snapshot_id))
 
     def response(self, model: Mapping[str, Any], response: Any) -> Any:
         """The model's adapter_response, with what its change run chose and read."""

@@ -7,9 +7,10 @@ its current snapshot that carries one: a later commit by another writer (an appe
 compaction) carries none and moves nothing; a rollback of the target takes its watermark back
 with its data. There is no window between the data and the state: one commit holds both.
 
-A run that moves the watermark without a data commit (only compactions since it) keeps the
-state in the table property ``icetime.cdf.state``, naming the current snapshot it is the state
-of. That property is also how targets built before keep their state (``target_snapshot_id``
+A run that moves the watermark without a data commit carrying it (only compactions since the
+last run, or a Spark 3.5 server without icetime's extension: ``summary.py``) keeps the state in
+the table property ``icetime.cdf.state``, naming the current snapshot it is the state of.
+That property is also how targets built before keep their state (``target_snapshot_id``
 null for a rebuild's, which named its own snapshot implicitly): it is read as the state of the
 snapshot it names, until a commit of the target carries one.
 

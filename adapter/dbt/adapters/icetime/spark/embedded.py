@@ -179,10 +179,12 @@ def connection_session(creds: IcetimeCredentials) -> SparkSession:
 
 def with_icetime_classes(settings: EmbeddedSettings) -> dict[str, str]:
     """The session's settings with icetime's Java classes (``server/java.py``): the local file
-    system (no ``chmod`` process per file written: 15-20 % of a small commit's CPU) and, for a
-    JDBC catalog, one catalog for the connections' sessions (concurrent commits queue on SQLite
-    instead of failing). Their jar is compiled once per machine with the JDK's ``javac``;
-    without one the session keeps Hadoop's file system and a catalog per connection."""
+    system (no ``chmod`` process per file written: 15-20 % of a small commit's CPU), for a JDBC
+    catalog one catalog for the connections' sessions (concurrent commits queue on SQLite
+    instead of failing), on Spark 3.5 the snapshot properties in commits. Their jar is compiled
+    once per machine with the JDK's ``javac``; without one the session keeps Hadoop's file
+    system and a catalog per connection, and on 3.5 build records and CDF state are kept as
+    table properties instead (``builds/commits.py``, ``changes/state.py``)."""
     from dbt.adapters.icetime.spark.server import java
 
     try:
@@ -190,12 +192,7 @@ def with_icetime_classes(settings: EmbeddedSettings) -> dict[str, str]:
     except errors.EnvironmentSetupError as exc:
         logger.debug(f"Hadoop's own local file system for the session: {exc}")
         return settings.conf
-    # The shared catalog extends Iceberg's, loaded by the JVM's own class loader: Iceberg's
-    # jars go on the driver's class path too, as the server's do.
-    conf = java.with_local_file_system(
-        java.with_class_path(settings.conf, list(settings.jars)), jar
-    )
-    return {**conf, **java.shared_catalog_conf(settings.catalog)}
+    return java.icetime_classes_conf(settings, jar)
 
 
 def _default_session() -> SparkSession | None:

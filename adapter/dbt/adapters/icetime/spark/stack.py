@@ -87,6 +87,14 @@ class SparkLine:
     hadoop: str
 
     @property
+    def session_snapshot_properties(self) -> bool:
+        """Whether the line's Iceberg runtime puts a session's
+        ``spark.sql.iceberg.snapshot-property.*`` settings in its commits (the 4.x runtimes);
+        3.5's takes them from write options only, and icetime's sessions add an extension for
+        it (``server/java.py``)."""
+        return int(self.line.split(".")[0]) >= 4
+
+    @property
     def iceberg_runtime(self) -> Coordinate:
         artifact = f"iceberg-spark-runtime-{self.line}_{self.scala}"
         return Coordinate("org.apache.iceberg", artifact, ICEBERG_VERSION)

@@ -208,12 +208,9 @@ def _start(
     server.make_directory()
     # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
     # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
-    conf = java.with_local_file_system(
-        java.with_class_path(settings.conf, list(settings.jars)), java.server_jar(settings.jars[0])
-    )
+    conf = java.icetime_classes_conf(settings, java.server_jar(settings.jars[0]))
     class_path = conf[java.CLASS_PATH_KEY].split(":")
     conf.update(THRIFT_CONF)
-    conf.update(java.shared_catalog_conf(settings.catalog))
     conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))
     archive = class_archive(class_path)
     options = conf.get("spark.driver.extraJavaOptions", "")

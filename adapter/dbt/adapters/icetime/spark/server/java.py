@@ -10,6 +10,9 @@ in-process session uses the file system and the shared catalog:
   server's Thrift sessions, and an in-process session's per-connection sessions.
 - ``LocalFileSystem``: Hadoop's local file system, setting a new file's permissions in the JVM
   instead of starting a ``chmod`` process for each file written (``with_local_file_system``).
+- ``CommitPropertiesExtension``: on Spark 3.5, whose Iceberg runtime takes snapshot properties
+  only from write options, a session's ``spark.sql.iceberg.snapshot-property.*`` settings in
+  its commits' summaries, as the 4.x runtimes do themselves (``summary.py``).
 
 They are compiled with the JDK's ``javac``, which the bootstrap installs.
 """
@@ -23,18 +26,29 @@ import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.spark.catalog import CatalogSettings
-from dbt.adapters.icetime.spark.stack import pyspark_jars
+from dbt.adapters.icetime.spark.stack import SparkLine, pyspark_jars
+
+if TYPE_CHECKING:
+    from dbt.adapters.icetime.spark.embedded import EmbeddedSettings
 
 SOURCES = tuple(
     Path(__file__).with_name(name)
-    for name in ("SecretAuthenticator.java", "SharedSparkCatalog.java", "LocalFileSystem.java")
+    for name in (
+        "SecretAuthenticator.java",
+        "SharedSparkCatalog.java",
+        "LocalFileSystem.java",
+        "CommitPropertiesExtension.java",
+    )
 )
 AUTHENTICATOR = "icetime.server.SecretAuthenticator"
 SHARED_CATALOG = "icetime.server.SharedSparkCatalog"
 LOCAL_FILE_SYSTEM = "icetime.server.LocalFileSystem"
+COMMIT_PROPERTIES = "icetime.server.CommitPropertiesExtension"
+EXTENSIONS_KEY = "spark.sql.extensions"
 FILE_SYSTEM_KEY = "spark.hadoop.fs.file.impl"
 CLASS_PATH_KEY = "spark.driver.extraClassPath"
 
@@ -90,6 +104,16 @@ def server_jar(iceberg_jar: str) -> Path:
     return target
 
 
+def icetime_classes_conf(settings: EmbeddedSettings, jar: Path) -> dict[str, str]:
+    """A session's settings with icetime's classes in use: their jar and Iceberg's first on the
+    driver's class path (the shared catalog extends Iceberg's and is loaded by the JVM's own
+    class loader, as are the classes a Thrift service's threads load by name), the local file
+    system, the shared JDBC catalog and, on 3.5, the commit properties."""
+    conf = with_local_file_system(with_class_path(settings.conf, list(settings.jars)), jar)
+    conf = with_commit_properties(conf, settings.spark)
+    return {**conf, **shared_catalog_conf(settings.catalog)}
+
+
 def with_class_path(conf: dict[str, str], entries: list[str]) -> dict[str, str]:
     """``conf`` with ``entries`` first on the driver's class path (a driver setting: it takes
     effect for a JVM about to start), before what the profile put there."""
@@ -101,6 +125,15 @@ def with_local_file_system(conf: dict[str, str], jar: Path) -> dict[str, str]:
     """``conf`` with icetime's ``LocalFileSystem`` for ``file:`` paths, its jar first on the
     driver's class path. A file system the profile's ``spark_conf`` names is kept."""
     return {FILE_SYSTEM_KEY: LOCAL_FILE_SYSTEM, **with_class_path(conf, [str(jar)])}
+
+
+def with_commit_properties(conf: dict[str, str], spark: SparkLine) -> dict[str, str]:
+    """``conf`` with the extension that puts a session's snapshot properties in its commits, on
+    a line whose Iceberg runtime does not (``SparkLine.session_snapshot_properties``)."""
+    if spark.session_snapshot_properties:
+        return conf
+    extensions = [name for name in conf.get(EXTENSIONS_KEY, "").split(",") if name]
+    return {**conf, EXTENSIONS_KEY: ",".join([*extensions, COMMIT_PROPERTIES])}
 
 
 def shared_catalog_conf(catalog: CatalogSettings) -> dict[str, str]:

@@ -30,6 +30,7 @@ from typing import Any
 from dbt.adapters.icetime import wap
 from dbt.adapters.icetime.__version__ import version as icetime_version
 from dbt.adapters.icetime.builds import plan as build_plan
+from dbt.adapters.icetime.builds.openlineage import LineageCatalog, LineageEvents
 from dbt.adapters.icetime.builds.session import BuildSession
 from dbt.adapters.icetime.cdf.session import CdfSession
 from dbt.adapters.icetime.changes.runs import ChangeRuns
@@ -113,6 +114,13 @@ class Invocation:
             version=icetime_version,
             full_refresh=lambda: bool(getattr(run_flags(), "FULL_REFRESH", False)),
             branch_run=self.branch is not None,
+            events=LineageEvents.open(
+                LineageCatalog(
+                    creds.database, settings.kind, settings.uri, settings.warehouse_location
+                ),
+                host.invocation_id,
+                config.project_name,
+            ),
         )
         self.guard = ProtectedTargets(
             self.services, self.pins, protected=creds.protected, exists=host.exists

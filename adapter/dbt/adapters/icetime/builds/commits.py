@@ -13,15 +13,17 @@ reset is needed: the warm server's client hands a closed node's session to the n
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.icetime import faults, summary
 from dbt.adapters.icetime.builds.decide import Candidate, Decision
+from dbt.adapters.icetime.builds.openlineage import LineageEvents, ModelRun
 from dbt.adapters.icetime.builds.record import BuildRecord, set_record_sql, snapshot_record
 from dbt.adapters.icetime.errors import TableNotFoundError
-from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.services import Services
 
 
@@ -36,6 +38,15 @@ class Pending:
     finished: bool = False
     # The summary keys its connection's session carries (reset after the model).
     keyed: tuple[str, ...] = ()
+    # Its OpenLineage run (None: no transport configured).
+    lineage: ModelRun | None = None
+
+    @property
+    def read(self) -> dict[str, int]:
+        """The Iceberg tables the build reads, at the snapshots it reads them."""
+        if self.candidate is None:
+            return {}
+        return {table: snapshot for table, (snapshot, _) in self.candidate.inputs.items()}
 
     @property
     def recordable(self) -> bool:
@@ -48,11 +59,12 @@ class Pending:
 
 
 class BuildCommits:
-    def __init__(self, services: Services, version: str) -> None:
+    def __init__(self, services: Services, version: str, events: LineageEvents | None) -> None:
         self.services = services
         self.version = version
+        self.events = events
 
-    def start(self, uid: str, materialized: str, pending: Pending) -> None:
+    def start(self, uid: str, materialized: str, pending: Pending, table: TableName) -> None:
         """Make the model's connection's next commits carry its record (until ``finish``): its
         build record, or for a seed (or a build with an unreadable input: never a guessed
         record) its node and the run."""
@@ -66,25 +78,47 @@ class BuildCommits:
         pending.keyed = tuple(entries)
         for statement in summary.set_statements(entries):
             self.services.execute(statement)
+        if self.events is not None:
+            pending.lineage = self.events.start(uid, str(table), pending.read)
 
     def finish(self, node: Any, pending: Pending) -> None:
         """Take the record off the session; keep it as a property where the commit cannot
-        stand for the build."""
+        stand for the build; say how the run ended to a lineage transport."""
         if pending.finished:
             faults.maybe_fail(faults.AFTER_MODEL_COMMIT)
         for statement in summary.reset_statements(pending.keyed):
             self.services.execute(statement)
-        candidate = pending.candidate
-        if candidate is None or not pending.finished or not pending.recordable:
-            return
         table = TableName.from_node(node, self.services.catalog)
+        written = None
+        tables = pending.recordable or (
+            pending.lineage is not None and node.config.materialized != "view"
+        )
+        if pending.finished and tables:
+            with contextlib.suppress(TableNotFoundError):  # nothing written (`--empty`, say)
+                written = self.services.reader.table(table)
+        completed = False
         try:
-            written = self.services.reader.table(table)
-        except TableNotFoundError:
-            return  # nothing written (an empty `--empty` build, say)
+            if pending.finished and pending.recordable and written is not None:
+                self._keep_record(node, pending, table, written)
+            completed = pending.finished
+        finally:
+            if self.events is not None and pending.lineage is not None:
+                snapshot = written.current_snapshot_id if written is not None else None
+                state = "COMPLETE" if completed else "FAIL"
+                self.events.emit(state, pending.lineage, snapshot if completed else None)
+
+    def _keep_record(
+        self, node: Any, pending: Pending, table: TableName, written: TableMetadata
+    ) -> None:
+        """The build record as a table property, unless the build's own commit carries it."""
         head = written.current_snapshot
         uid = node.unique_id
-        if head is not None and self._committed_by(head.summary, uid) and not candidate.confirmed:
+        assert pending.candidate is not None
+        if (
+            head is not None
+            and self._committed_by(head.summary, uid)
+            and not pending.candidate.confirmed
+        ):
             return  # the record rode the build's commit
         record = self.record(uid, node.config.materialized, written.current_snapshot_id, pending)
         faults.maybe_fail(faults.BEFORE_BUILD_RECORD)
@@ -106,7 +140,7 @@ class BuildCommits:
             node=uid,
             materialized=materialized,
             snapshot_id=snapshot_id,
-            inputs={table: snapshot for table, (snapshot, _) in candidate.inputs.items()},
+            inputs=pending.read,
             input_uuids={table: uuid for table, (_, uuid) in candidate.inputs.items()},
             input_nodes=candidate.nodes,
             views=candidate.views,

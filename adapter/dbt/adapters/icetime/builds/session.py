@@ -13,7 +13,8 @@ fingerprint can name inputs the same way in every environment. Around each model
 - a model that is built gets its record on every commit it makes (``commits.py``): set on
   its connection's session in ``before_model``, reset in ``after_model``, and kept as a table
   property where its commit cannot stand for it; ``close`` says what the run did with its
-  models.
+  models. Where an OpenLineage transport is configured, its run's START and COMPLETE or FAIL
+  events go out with them (``openlineage.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dbt.adapters.icetime.builds import volatile
 from dbt.adapters.icetime.builds.commits import BuildCommits, Pending
 from dbt.adapters.icetime.builds.decide import Candidate, Decision, build, decide
 from dbt.adapters.icetime.builds.fingerprint import canonical_view_sql, fingerprint, sql_digest
+from dbt.adapters.icetime.builds.openlineage import LineageEvents
 from dbt.adapters.icetime.builds.prefetch import Prefetch
 from dbt.adapters.icetime.builds.reads import build_inputs
 from dbt.adapters.icetime.builds.record import current_record
@@ -60,6 +62,7 @@ class BuildSession(Hook):
         version: str,
         full_refresh: Callable[[], bool],
         branch_run: bool,
+        events: LineageEvents | None = None,
     ) -> None:
         self.services = services
         # What each build reads, and at which snapshot (the pinned runs' session answers).
@@ -76,7 +79,7 @@ class BuildSession(Hook):
         self._names: dict[str, str] | None = None
         self._pending: dict[str, Pending] = {}
         # What the builds' commits carry, and the records kept after them.
-        self.commits = BuildCommits(services, version)
+        self.commits = BuildCommits(services, version, events)
         # The lookups below, loaded together as the run starts (a REST catalog's requests).
         self._prefetch = Prefetch(services.reader)
 
@@ -196,7 +199,7 @@ class BuildSession(Hook):
                 seeded = Pending(int(time.time() * 1000), None, None)
                 with self._lock:
                     self._pending[node.unique_id] = seeded
-                self.commits.start(node.unique_id, materialized, seeded)
+                self.commits.start(node.unique_id, materialized, seeded, written)
             return []
         with self._lock:
             if node.unique_id in self._pending:  # decided already, by leaves_alone
@@ -218,7 +221,7 @@ class BuildSession(Hook):
         if decision is None or decision.build or decision.reuse is not None:
             self._prefetch.forget(written)
         if decision is None or decision.build:
-            self.commits.start(node.unique_id, materialized, pending)
+            self.commits.start(node.unique_id, materialized, pending, written)
         return []
 
     def decide_left_alone(self, node: Any, this_sql: str) -> Decision | None:

@@ -89,6 +89,12 @@ step "What the replay read, recorded for reproduction (kept as target/replay_bef
   "cat target/icetime_pins.json && cp target/icetime_pins.json target/replay_before_batch_3.json"
 step "Then and now, side by side" \
   "dbt show --inline \"select 'as seen before batch 3' as registry, count(*) as objects, count_if(is_active) as active from {{ target.database }}.analytics_replay.registry union all select 'now', count(*), count_if(is_active) from {{ ref('registry') }}\""
+step "Trace the anomaly: each commit of the registry says what built it in its own snapshot
+   summary, readable by any engine (the latest two: batch 3's build and batch 2's)" \
+  "dbt show --inline \"select snapshot_id, summary['icetime.node'] as node, summary['icetime.inputs'] as inputs from {{ ref('registry') }}.snapshots order by committed_at desc\" --limit 2"
+step "icetime.lineage follows the registry's batch 3 snapshot back through every table icetime
+   built to the raw commits it came from: batch 3's commit of raw.objects" \
+  "dbt run-operation icetime.lineage --args '{relation: analytics.registry}'"
 step "Change feed: every change to raw objects since batch 1, by kind (decays are update pairs)" \
   "dbt show --inline \"select _change_type, count(*) as changes, count(distinct _commit_snapshot_id) as commits from {{ ref('object_changes') }} group by 1 order by 1\""
 step "CDF models again with nothing new upstream: no data read, no commit" \

@@ -103,3 +103,33 @@ def test_a_kept_record_of_the_current_snapshot_wins_and_one_of_an_older_does_not
 
 def test_a_build_confirmed_after_its_commit_counts_only_with_its_kept_record() -> None:
     assert current_record(_table(RECORD.summary()), confirmed=True) is None  # type: ignore[arg-type]
+
+
+def test_a_session_sets_only_what_changed_and_hands_over_clean() -> None:
+    carried = summary.Carried()
+    first = {summary.NODE: "model.p.a", summary.INVOCATION: "run-1", summary.VIEWS: "{}"}
+    assert len(carried.carry("model.p.a", first)) == 3
+    # The model's own statements leave its keys on; the next model sets what differs only.
+    assert carried.settle("model.p.a") == []
+    second = {summary.NODE: "model.p.b", summary.INVOCATION: "run-1"}
+    statements = carried.carry("model.p.b", second)
+    assert statements == [
+        "reset `spark.sql.iceberg.snapshot-property.icetime.views`",
+        "set `spark.sql.iceberg.snapshot-property.icetime.node`=`model.p.b`",
+    ]
+    # Anything else on that session takes every key off first, once.
+    assert carried.settle("master") == [
+        "reset `spark.sql.iceberg.snapshot-property.icetime.node`",
+        "reset `spark.sql.iceberg.snapshot-property.icetime.invocation-id`",
+    ]
+    assert carried.settle("master") == []
+    assert len(carried.carry("model.p.c", second)) == 2
+
+
+def test_each_session_object_has_its_own_carried() -> None:
+    class Session:
+        pass
+
+    one, two = Session(), Session()
+    assert summary.carried_on(one) is summary.carried_on(one)
+    assert summary.carried_on(one) is not summary.carried_on(two)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from dbt.adapters.base.impl import ConstraintSupport
 from dbt.adapters.base.meta import available
@@ -76,6 +76,7 @@ class IcetimeAdapter(SparkAdapter):
                     config=self.config,
                     execute=self.execute,
                     fetch=self._fetch_rows,
+                    carry=cast(IcetimeConnectionManager, self.connections).carry,
                     exists=self._exists,
                     this=lambda node: str(self.Relation.create_from(self.config, node)),
                     schema_objects=self._schema_objects,

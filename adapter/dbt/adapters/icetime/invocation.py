@@ -62,6 +62,7 @@ class Host:
     config: Any  # dbt's RuntimeConfig
     execute: Callable[[str], object]
     fetch: Callable[[str], Rows]
+    carry: Callable[[Mapping[str, str]], None]
     # Whether dbt's relation cache knows a relation.
     exists: Callable[[TableName], bool]
     # A node's relation as dbt renders it (``this``).
@@ -87,6 +88,7 @@ class Invocation:
         self.services = Services(
             execute=host.execute,
             fetch=host.fetch,
+            carry=host.carry,
             reader=self.environment.reader,
             files=self.environment.files,
             features=lambda: self.environment.features,

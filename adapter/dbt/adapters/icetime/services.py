@@ -7,7 +7,7 @@ values instead of on the adapter class, which keeps ``impl.py`` a thin list of d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,8 @@ Rows = Sequence[Sequence[Any]]
 class Services:
     execute: Callable[[str], object]
     fetch: Callable[[str], Rows]
+    # Make the thread's connection's next commits carry these summary entries (summary.py).
+    carry: Callable[[Mapping[str, str]], None]
     reader: MetadataReader
     # Table files (manifests, metadata JSON): pyiceberg on the catalog when this client can
     # open it, else by each path's scheme.

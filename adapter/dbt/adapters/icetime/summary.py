@@ -32,6 +32,8 @@ a statement, so a JSON value writes ``$`` as its JSON escape, and any other valu
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -107,6 +109,47 @@ def set_statements(entries: Mapping[str, str]) -> list[str]:
 def reset_statements(keys: tuple[str, ...] | list[str]) -> list[str]:
     """The statements that take ``keys`` off a session's next commits."""
     return [f"reset {quote_identifier(SESSION_PREFIX + key)}" for key in keys]
+
+
+@dataclass
+class Carried:
+    """What one Spark session's settings put in its commits now, and the dbt connection (a
+    node) that set them. A model's keys stay on its session after the model: the next model
+    on that session sets only the keys whose values differ (the run's own two never do), and
+    a statement of anything else (a hook, a test, an operation) first takes them all off
+    (``settle``). A session the warm server's client hands to the next connection keeps its
+    ``Carried`` with it (one per session object: ``carried_on``)."""
+
+    owner: str | None = None
+    entries: dict[str, str] = field(default_factory=dict)
+
+    def carry(self, owner: str, entries: Mapping[str, str]) -> list[str]:
+        """The statements that make the session carry exactly ``entries`` for ``owner``."""
+        stale = [key for key in self.entries if key not in entries]
+        changed = {k: v for k, v in entries.items() if self.entries.get(k) != v}
+        self.owner, self.entries = owner, dict(entries)
+        return reset_statements(stale) + set_statements(changed)
+
+    def settle(self, user: str) -> list[str]:
+        """The statements to run before ``user`` (a connection's name) runs one of its own:
+        every key off, unless ``user`` set them."""
+        if not self.entries or self.owner == user:
+            return []
+        stale, self.owner, self.entries = list(self.entries), None, {}
+        return reset_statements(stale)
+
+
+_carried: weakref.WeakKeyDictionary[Any, Carried] = weakref.WeakKeyDictionary()
+_carried_lock = threading.Lock()
+
+
+def carried_on(session: Any) -> Carried:
+    """The ``Carried`` of one Spark session object (a Thrift session, an in-process one)."""
+    with _carried_lock:
+        found = _carried.get(session)
+        if found is None:
+            found = _carried[session] = Carried()
+        return found
 
 
 @contextmanager

@@ -1,14 +1,15 @@
 """What a build's commits carry, and the record kept after it (``summary.py``, ``record.py``).
 
 A model that builds gets its record as settings of its connection's Spark session before its
-materialization (``start``), so every commit it makes carries it in its summary; after the
-model (``finish``) the settings are reset, and the record is kept as a table property where
-the build's commit cannot stand for it: the build committed nothing (an incremental run with no
-new rows), or something after its commit could still have failed it (``Candidate.confirmed``).
+materialization (``start``), so every commit it makes carries it in its summary. After the
+model (``finish``) the record is kept as a table property where the build's commit cannot stand
+for it: the build committed nothing (an incremental run with no new rows), or something after
+its commit could still have failed it (``Candidate.confirmed``).
 
-Each key is a statement to set and one to reset (about 5 ms each through a Thrift server). The
-reset is needed: the warm server's client hands a closed node's session to the next connection
-(``server/client.py``), which may be the invocation's own (an ``on-run-end`` hook's).
+The settings stay on the session after the model (``summary.Carried``): the next model on it
+sets only the keys that differ (each a statement, 5-50 ms through a Thrift server), and
+anything else's first statement there takes them off, so an ``on-run-end`` hook's commit (the
+warm server's client hands a closed node's session to the next connection) carries none.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ class Pending:
     decision: Decision | None
     # Set when its materialization completed (a failed build is never recorded).
     finished: bool = False
-    # The summary keys its connection's session carries (reset after the model).
-    keyed: tuple[str, ...] = ()
     # Its OpenLineage run (None: no transport configured).
     lineage: ModelRun | None = None
 
@@ -74,10 +73,7 @@ class BuildCommits:
             record = summary.SnapshotRecord(
                 node=uid, invocation_id=self.services.invocation_id, version=self.version
             )
-        entries = record.summary()
-        pending.keyed = tuple(entries)
-        for statement in summary.set_statements(entries):
-            self.services.execute(statement)
+        self.services.carry(record.summary())
         if self.events is not None:
             pending.lineage = self.events.start(uid, str(table), pending.read)
 
@@ -86,8 +82,6 @@ class BuildCommits:
         stand for the build; say how the run ended to a lineage transport."""
         if pending.finished:
             faults.maybe_fail(faults.AFTER_MODEL_COMMIT)
-        for statement in summary.reset_statements(pending.keyed):
-            self.services.execute(statement)
         table = TableName.from_node(node, self.services.catalog)
         written = None
         tables = pending.recordable or (

@@ -10,7 +10,7 @@ same, instead of a Java stack trace.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -19,7 +19,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager
 from dbt_common.exceptions import CompilationError, DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.icetime import errors
+from dbt.adapters.icetime import errors, summary
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.services import runs_no_statement
 from dbt.adapters.icetime.spark import embedded
@@ -42,6 +42,14 @@ ENDED = re.compile(
 # error's condition and its text ("[X] org.apache...Exception: [X] text").
 THRIFT_PREFIX = "Error running query: "
 REPEATED_CONDITION = re.compile(r"\[([A-Z0-9_.]+)\] (?:[\w$]+\.)+[\w$]+: (\[\1\] .*)", re.DOTALL)
+
+
+def _carried(connection: Connection) -> summary.Carried:
+    """What the connection's Spark session carries: a Thrift connection's session handle (the
+    warm server's client hands it from connection to connection), else its own handle."""
+    handle = connection.handle
+    session = handle.handle if isinstance(handle, PyhiveConnectionWrapper) else handle
+    return summary.carried_on(session)
 
 
 def spark_message(message: str) -> str:
@@ -116,7 +124,12 @@ class IcetimeConnectionManager(SparkConnectionManager):
         retry_limit: int = 1,
     ) -> tuple[Connection, Any]:
         """dbt's, one statement at a time: Spark runs one statement per request, and a model's
-        sql_header (or a hook) may hold several. The last statement's result is the answer."""
+        sql_header (or a hook) may hold several. The last statement's result is the answer.
+        A session still carrying another node's snapshot properties has them taken off first
+        (``summary.Carried``)."""
+        connection = self.get_thread_connection()
+        for reset in _carried(connection).settle(str(connection.name)):
+            super().add_query(reset, auto_begin)
         *leading, last = split_statements(sql)
         for statement in leading:
             super().add_query(
@@ -125,6 +138,13 @@ class IcetimeConnectionManager(SparkConnectionManager):
         return super().add_query(  # type: ignore[no-any-return]
             last, auto_begin, bindings, abridge_sql_log, retryable_exceptions, retry_limit
         )
+
+    def carry(self, entries: Mapping[str, str]) -> None:
+        """Make the thread's connection's next commits carry ``entries`` in their summaries,
+        and nothing else of icetime's (``summary.Carried``)."""
+        connection = self.get_thread_connection()
+        for statement in _carried(connection).carry(str(connection.name), entries):
+            super().add_query(statement)
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:

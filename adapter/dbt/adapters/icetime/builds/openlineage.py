@@ -111,8 +111,12 @@ class LineageEvents:
                 " (pip install 'dbt-icetime[openlineage]'): no lineage events are sent"
             )
             return None
-        client = OpenLineageClient()
-        transport = client.config.transport or {}
+        try:
+            client = OpenLineageClient()
+            transport = client.config.transport or {}
+        except Exception as exc:  # the user's configuration: say what is wrong, build anyway
+            logger.warning(f"OpenLineage is configured but its client refused it: {exc}")
+            return None
         if not transport.get("type") and not os.environ.get("OPENLINEAGE_URL"):
             return None  # only the client's console fallback: not the user's configuration
         return cls(client, catalog, invocation_id, project)

@@ -86,13 +86,13 @@ def test_the_build_session_drops_a_table_a_node_is_about_to_write() -> None:
     # A seed (not a recorded build) reaching its materialization writes its table: what was
     # loaded of it at the run's start is no answer after that.
     reader = CountingReader(parallel_loads=4)
-    executed: list[str] = []
+    carried: list[dict[str, str]] = []
     services = SimpleNamespace(
         vars=RunVars({}, {}, "p"),
         catalog="c",
         reader=reader,
         invocation_id="i",
-        execute=executed.append,
+        carry=carried.append,
     )
     builds = BuildSession(services, None, "0.1.0", lambda: False, False)  # type: ignore[arg-type]
     seed = TableName.parse("c.s.seed")
@@ -110,18 +110,15 @@ def test_the_build_session_drops_a_table_a_node_is_about_to_write() -> None:
     builds.before_model(node, "`c`.`s`.`seed`")
     assert builds._prefetch.table(seed) == "table c.s.seed #2"  # read afresh
     assert builds._prefetch.table(T1) == "table c.s.t1 #1"  # the others are kept
-    # Its commits say what wrote them: the seed's node and the run, and nothing after it.
-    assert executed == [
-        "set `spark.sql.iceberg.snapshot-property.icetime.node`=`seed.p.seed`",
-        "set `spark.sql.iceberg.snapshot-property.icetime.invocation-id`=`i`",
-        "set `spark.sql.iceberg.snapshot-property.icetime.inputs`=`{}`",  # it reads no table
-        "set `spark.sql.iceberg.snapshot-property.icetime.version`=`0.1.0`",
+    # Its commits say what wrote them: the seed's node and the run (its session carries them
+    # until the next model or statement on it: summary.Carried).
+    assert carried == [
+        {
+            "icetime.node": "seed.p.seed",
+            "icetime.invocation-id": "i",
+            "icetime.inputs": "{}",  # it reads no table
+            "icetime.version": "0.1.0",
+        }
     ]
     builds.after_model(node)
-    assert executed[4:] == [
-        "reset `spark.sql.iceberg.snapshot-property.icetime.node`",
-        "reset `spark.sql.iceberg.snapshot-property.icetime.invocation-id`",
-        "reset `spark.sql.iceberg.snapshot-property.icetime.inputs`",
-        "reset `spark.sql.iceberg.snapshot-property.icetime.version`",
-    ]
     builds.close()

@@ -192,7 +192,21 @@ def with_icetime_classes(settings: EmbeddedSettings) -> dict[str, str]:
     except errors.EnvironmentSetupError as exc:
         logger.debug(f"Hadoop's own local file system for the session: {exc}")
         return settings.conf
-    return java.icetime_classes_conf(settings, jar)
+    return icetime_classes_conf(settings, jar)
+
+
+def icetime_classes_conf(settings: EmbeddedSettings, jar: Path) -> dict[str, str]:
+    """A session's settings with icetime's classes (``jar``) in use: the jar and Iceberg's
+    first on the driver's class path (the shared catalog extends Iceberg's and is loaded by the
+    JVM's own class loader, as are the classes a Thrift service's threads load by name), the
+    local file system, the shared JDBC catalog and, on 3.5, the commit properties."""
+    from dbt.adapters.icetime.spark.server import java
+
+    conf = java.with_local_file_system(
+        java.with_class_path(settings.conf, list(settings.jars)), jar
+    )
+    conf = java.with_commit_properties(conf, settings.spark)
+    return {**conf, **java.shared_catalog_conf(settings.catalog)}
 
 
 def _default_session() -> SparkSession | None:

@@ -208,7 +208,7 @@ def _start(
     server.make_directory()
     # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
     # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
-    conf = java.icetime_classes_conf(settings, java.server_jar(settings.jars[0]))
+    conf = embedded.icetime_classes_conf(settings, java.server_jar(settings.jars[0]))
     class_path = conf[java.CLASS_PATH_KEY].split(":")
     conf.update(THRIFT_CONF)
     conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))

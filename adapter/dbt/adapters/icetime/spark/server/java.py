@@ -26,14 +26,10 @@ import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.spark.stack import SparkLine, pyspark_jars
-
-if TYPE_CHECKING:
-    from dbt.adapters.icetime.spark.embedded import EmbeddedSettings
 
 SOURCES = tuple(
     Path(__file__).with_name(name)
@@ -102,16 +98,6 @@ def server_jar(iceberg_jar: str) -> Path:
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return target
-
-
-def icetime_classes_conf(settings: EmbeddedSettings, jar: Path) -> dict[str, str]:
-    """A session's settings with icetime's classes in use: their jar and Iceberg's first on the
-    driver's class path (the shared catalog extends Iceberg's and is loaded by the JVM's own
-    class loader, as are the classes a Thrift service's threads load by name), the local file
-    system, the shared JDBC catalog and, on 3.5, the commit properties."""
-    conf = with_local_file_system(with_class_path(settings.conf, list(settings.jars)), jar)
-    conf = with_commit_properties(conf, settings.spark)
-    return {**conf, **shared_catalog_conf(settings.catalog)}
 
 
 def with_class_path(conf: dict[str, str], entries: list[str]) -> dict[str, str]:

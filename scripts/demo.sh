@@ -91,7 +91,7 @@ step "Then and now, side by side" \
   "dbt show --inline \"select 'as seen before batch 3' as registry, count(*) as objects, count_if(is_active) as active from {{ target.database }}.analytics_replay.registry union all select 'now', count(*), count_if(is_active) from {{ ref('registry') }}\""
 step "Trace the anomaly: each commit of the registry says what built it in its own snapshot
    summary, readable by any engine (the latest two: batch 3's build and batch 2's)" \
-  "dbt show --inline \"select snapshot_id, summary['icetime.node'] as node, summary['icetime.inputs'] as inputs from {{ ref('registry') }}.snapshots order by committed_at desc\" --limit 2"
+  "dbt show --inline \"select snapshot_id, element_at(split(summary['icetime.node'], '[.]'), -1) as built_by, from_json(summary['icetime.inputs'], 'map<string, struct<snapshot_id: bigint>>')['icetime.raw.objects'].snapshot_id as read_raw_objects_at from {{ ref('registry') }}.snapshots order by committed_at desc\" --limit 2"
 step "icetime.lineage follows the registry's batch 3 snapshot back through every table icetime
    built to the raw commits it came from: batch 3's commit of raw.objects" \
   "dbt run-operation icetime.lineage --args '{relation: analytics.registry}'"

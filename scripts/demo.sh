@@ -16,7 +16,9 @@ case "$mode" in
   --lakehouse) "$root/scripts/bootstrap.sh" ;;
   *) echo "usage: scripts/demo.sh [--cluster | --lakehouse]" >&2; exit 2 ;;
 esac
-export PATH="$root/.venv/bin:$PATH"
+# ICETIME_VENV and ICETIME_SPARK_LINE as for bootstrap.sh: the demo on Spark 3.5 is
+# ICETIME_VENV=.venv-spark35 ICETIME_SPARK_LINE=3.5 ./scripts/demo.sh
+export PATH="${ICETIME_VENV:-$root/.venv}/bin:$PATH"
 cd "$root/integration_tests"
 export DBT_PROFILES_DIR="$PWD"
 where="$PWD/.icetime"

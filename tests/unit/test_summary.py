@@ -133,3 +133,18 @@ def test_each_session_object_has_its_own_carried() -> None:
     one, two = Session(), Session()
     assert summary.carried_on(one) is summary.carried_on(one)
     assert summary.carried_on(one) is not summary.carried_on(two)
+
+
+def test_a_session_whose_keys_are_unknown_sets_and_resets_them_all() -> None:
+    carried = summary.Carried()
+    # A refused value changes nothing the session is said to carry.
+    with pytest.raises(errors.ConfigurationError):
+        carried.carry("model.p.a", {summary.NODE: "model.p.${x}"})
+    assert carried.entries == {}
+    carried.carry("model.p.a", {summary.NODE: "model.p.a", summary.INVOCATION: "run-1"})
+    carried.forget()  # a SET failed on the way
+    statements = carried.carry(
+        "model.p.b", {summary.NODE: "model.p.b", summary.INVOCATION: "run-1"}
+    )
+    assert len(statements) == len(summary.KEYS)  # five resets, two sets
+    assert carried.settle("master") == summary.reset_statements([summary.NODE, summary.INVOCATION])

@@ -127,8 +127,14 @@ class Carried:
         """The statements that make the session carry exactly ``entries`` for ``owner``."""
         stale = [key for key in self.entries if key not in entries]
         changed = {k: v for k, v in entries.items() if self.entries.get(k) != v}
+        statements = reset_statements(stale) + set_statements(changed)  # may refuse a value
         self.owner, self.entries = owner, dict(entries)
-        return reset_statements(stale) + set_statements(changed)
+        return statements
+
+    def forget(self) -> None:
+        """What the session carries is not known (a statement of ``carry`` or ``settle``
+        failed): every key counts as set, to a value no record has."""
+        self.owner, self.entries = None, dict.fromkeys(KEYS, "")
 
     def settle(self, user: str) -> list[str]:
         """The statements to run before ``user`` (a connection's name) runs one of its own:

@@ -128,8 +128,8 @@ class IcetimeConnectionManager(SparkConnectionManager):
         A session still carrying another node's snapshot properties has them taken off first
         (``summary.Carried``)."""
         connection = self.get_thread_connection()
-        for reset in _carried(connection).settle(str(connection.name)):
-            super().add_query(reset, auto_begin)
+        carried = _carried(connection)
+        self._run_carrying(carried, carried.settle(str(connection.name)))
         *leading, last = split_statements(sql)
         for statement in leading:
             super().add_query(
@@ -143,8 +143,18 @@ class IcetimeConnectionManager(SparkConnectionManager):
         """Make the thread's connection's next commits carry ``entries`` in their summaries,
         and nothing else of icetime's (``summary.Carried``)."""
         connection = self.get_thread_connection()
-        for statement in _carried(connection).carry(str(connection.name), entries):
-            super().add_query(statement)
+        carried = _carried(connection)
+        self._run_carrying(carried, carried.carry(str(connection.name), entries))
+
+    def _run_carrying(self, carried: summary.Carried, statements: list[str]) -> None:
+        """Run ``carry``'s or ``settle``'s statements; if one fails, what the session carries
+        is unknown, and the next ``carry`` or ``settle`` sets or resets every key."""
+        try:
+            for statement in statements:
+                super().add_query(statement)
+        except BaseException:
+            carried.forget()
+            raise
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:

@@ -83,7 +83,7 @@ def writer(profile_file: Path, stop_file: Path, report_file: Path, interval: flo
     committed: list[int] = []
     errors: list[str] = []
     next_id = 0
-    report_file.with_suffix(".ready").touch()
+    ready = report_file.with_suffix(".ready")
     while not stop_file.exists():
         for attempt in range(5):
             try:
@@ -100,6 +100,10 @@ def writer(profile_file: Path, stop_file: Path, report_file: Path, interval: flo
                 if attempt < 4:
                     counts["retries"] += 1
         next_id += 1
+        # Ready once the table has a snapshot: a run before it would read an empty table, which
+        # no pins file names (nothing to pin).
+        if committed and not ready.exists():
+            ready.touch()
         time.sleep(interval)
     report_file.write_text(json.dumps({"counts": counts, "committed": committed, "errors": errors}))
 

@@ -103,8 +103,16 @@ class Step:
 
 def lineage(load: Callable[[TableName], TableMetadata], table: TableName, snapshot_id: int) -> Step:
     """The inputs of ``table`` at ``snapshot_id``, followed back through each input's own
-    record at the snapshot that was read, until snapshots no icetime build wrote."""
-    return _walk(load, str(table), snapshot_id, {}, 0)
+    record at the snapshot that was read, until snapshots no icetime build wrote. Each table's
+    metadata is read once, however many of its snapshots the walk meets."""
+    loaded: dict[TableName, TableMetadata] = {}
+
+    def load_once(name: TableName) -> TableMetadata:
+        if name not in loaded:
+            loaded[name] = load(name)
+        return loaded[name]
+
+    return _walk(load_once, str(table), snapshot_id, {}, 0)
 
 
 def _walk(

@@ -1,4 +1,4 @@
-"""The affected keys of a query over several upstreams (``changes/query.py``).
+"""The affected keys of a query over several upstreams (``planners/joins.py``).
 
 The shapes are checked by what ``analyze`` accepts and refuses. The rendering is checked by
 running it: random tables and random changes in SQLite (the renderings transpiled from Spark
@@ -25,7 +25,7 @@ from dbt.adapters.icetime.changes.keyed import (
     UpstreamColumns,
     recomputed_sql,
 )
-from dbt.adapters.icetime.changes.query import JoinQuery, analyze, upstream_tables
+from dbt.adapters.icetime.planners.joins import JoinQuery, analyze, upstream_tables
 
 ORDERS = UpstreamColumns(
     "icetime", "raw", "orders", ("order_id", "customer_id", "amount"), ("long", "long", "long")

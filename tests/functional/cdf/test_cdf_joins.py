@@ -1,5 +1,5 @@
 """CDF models over several upstreams, written as plain SQL: kept equal to a rebuild of their query
-from the changes of every upstream (``changes/query.py``, docs/flow/cdf-joins.md)."""
+from the changes of every upstream (``planners/joins.py``, docs/flow/cdf-joins.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Property: CDF models over two and three upstreams equal a rebuild of their query after any
-sequence of commits to any of them (``changes/query.py``, docs/flow/cdf-joins.md).
+sequence of commits to any of them (``planners/joins.py``, docs/flow/cdf-joins.md).
 
 Random inserts, updates (join keys too: an order moves to another customer), deletes and
 compactions on orders, customers and payments, copy-on-write and merge-on-read; sometimes

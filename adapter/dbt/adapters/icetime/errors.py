@@ -304,6 +304,20 @@ CDF_RECOVERING_REBUILD = (
     "{target} was written after its last recorded watermark by an interrupted run; a later "
     "commit may have undone a change that run applied"
 )
+# Why a grouped model's run rebuilds its group state (planners/grouped.py): run reasons.
+GROUPS_MISSING = "its group state {table} does not exist yet"
+GROUPS_OTHER_PLAN = "its group state {table} was built for another query"
+GROUPS_OUT_OF_STEP = (
+    "its group state {table} does not hold the watermarks of {target} (a run stopped between "
+    "their writes, or one of them was restored or rebuilt by other means)"
+)
+GROUPS_EXTREMES_DELETED = (
+    "its changes delete rows, and a min or max of a group cannot be updated from a delete"
+)
+GROUPS_NEGATIVE = (
+    "The group state {table} does not match the changes of its upstreams (a group's row count "
+    "fell below 0); nothing was written to {target}. Rebuild it: dbt run --full-refresh."
+)
 SNAPSHOT_HISTORY_GAP = (
     "Snapshot {model} cannot read the commits of {table} since its watermark snapshot "
     "{watermark}: {reason}. Set on_history_gap: full_refresh on the snapshot to rebuild "

@@ -11,6 +11,12 @@ from dbt.adapters.icetime.changes.cost import AUTO, REFRESH_CHOICES
 from dbt.adapters.icetime.changes.run import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
 
 CDF_MODES = (MERGE, APPEND_MODE)
+# How a grouped model kept equal to its query is maintained: its aggregates updated from the
+# change rows (a group state table beside it, planners/aggregates.py), or its touched groups
+# recomputed from the upstreams.
+AGGREGATES_DELTA = "delta"
+AGGREGATES_RECOMPUTE = "recompute"
+AGGREGATES_CHOICES = (AGGREGATES_DELTA, AGGREGATES_RECOMPUTE)
 
 
 @dataclass(frozen=True)
@@ -21,8 +27,9 @@ class CdfConfig:
     on_history_gap: str
     refresh: str  # cdf_refresh: auto, incremental or full
     # A recompute whose keys come from the model's query (no changes(), a unique_key): a
-    # model over several upstreams kept equal to its query (changes/query.py).
+    # model over several upstreams kept equal to its query (planners/joins.py).
     keys_from_query: bool = False
+    aggregates: str = AGGREGATES_DELTA  # cdf_aggregates
 
     def by_query(self) -> CdfConfig:
         """This model reads its upstreams with ref()/source() only: its unique_key's affected
@@ -60,11 +67,14 @@ def cdf_config(model: Mapping[str, Any], caller: str) -> CdfConfig:
     refresh = config.get("cdf_refresh") or AUTO
     if refresh not in REFRESH_CHOICES:
         raise _bad(node_id, "cdf_refresh", refresh, ", ".join(REFRESH_CHOICES))
+    aggregates = config.get("cdf_aggregates") or AGGREGATES_DELTA
+    if aggregates not in AGGREGATES_CHOICES:
+        raise _bad(node_id, "cdf_aggregates", aggregates, ", ".join(AGGREGATES_CHOICES))
     if config.get("cdf_read_path") is not None:
         raise errors.ConfigurationError(
             errors.CDF_READ_PATH_REMOVED.format(model=node_id, value=config.get("cdf_read_path"))
         )
-    return CdfConfig(mode, unique_key, recompute_keys, gap, refresh)
+    return CdfConfig(mode, unique_key, recompute_keys, gap, refresh, aggregates=aggregates)
 
 
 def _names(value: Any, key: str, node_id: str) -> tuple[str, ...]:

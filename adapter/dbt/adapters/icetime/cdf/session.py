@@ -14,7 +14,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
-from dbt.adapters.icetime.cdf.config import CdfConfig, cdf_config
+from dbt.adapters.icetime.cdf.config import AGGREGATES_DELTA, CdfConfig, cdf_config
 from dbt.adapters.icetime.changes.keyed import UpstreamColumns
 from dbt.adapters.icetime.changes.keys import key_bounds
 from dbt.adapters.icetime.changes.reads import output_schema
@@ -35,6 +35,8 @@ class CdfSession:
         # This invocation's inputs and their pins: what a recompute model's upstreams are
         # read at.
         self.inputs = inputs
+        # Grouped models maintained from deltas, by node id (planners/grouped.py).
+        self.grouped: dict[str, Any] = {}
 
     # -- what the macros call -----------------------------------------------------------------
 
@@ -168,7 +170,7 @@ class CdfSession:
                 create_view=False,  # prepare creates them, once every upstream has chosen
             )
         if by_query:
-            from dbt.adapters.icetime.changes.query import analyze  # sqlglot: only here
+            from dbt.adapters.icetime.planners.joins import analyze  # sqlglot: only here
 
             run.query = analyze(
                 model["compiled_code"],
@@ -181,11 +183,39 @@ class CdfSession:
                 config.unique_key,
                 node_id,
             )
+            if config.aggregates == AGGREGATES_DELTA:
+                self._plan_groups(run, node_id)
             run.choose_by_query()
+
+    def _plan_groups(self, run: ChangeRun, node_id: str) -> None:
+        """A grouped query's aggregates are updated from the change rows (planners/), with a
+        group state table beside the model's; other queries recompute their affected keys."""
+        from dbt.adapters.icetime.planners.grouped import GroupedRun, plan_query, state_table
+
+        assert run.query is not None
+        plan = plan_query(run.query)  # type: ignore[arg-type]
+        if isinstance(plan, str):
+            logger.debug(f"{node_id}: its affected keys are recomputed: {plan}")
+            return
+        table = state_table(run.target)
+        try:
+            metadata = self.services.reader.table(table)
+        except errors.TableNotFoundError:
+            metadata = None
+        grouped = GroupedRun(run, run.query, plan, table, metadata)  # type: ignore[arg-type]
+        grouped.check()
+        self.grouped[node_id] = grouped
 
     def step(self, name: str, *arguments: Any) -> Any:
         """One step of the cdf materialization by name (the macro's ``icetime_cdf_step``)."""
-        if name not in ("cache", "recomputed", "replace_sql", "key_bounds"):
+        if name not in (
+            "cache",
+            "recomputed",
+            "replace_sql",
+            "key_bounds",
+            "groups_rebuild",
+            "groups_apply",
+        ):
             raise ValueError(f"no CDF step {name!r}")
         return getattr(self, name)(*arguments)
 
@@ -211,3 +241,20 @@ class CdfSession:
         MERGE that also bounds the target's key by them lets Iceberg skip every target file
         whose key range misses the changes (a subquery would not be pushed down)."""
         return key_bounds(self.services.fetch, relation, key)
+
+    def groups_rebuild(self, model: Mapping[str, Any], columns: list[Any]) -> dict[str, str]:
+        """A grouped model's rebuild: its group state table, then its rows from that state,
+        cast to the types of its query's ``columns`` (planners/grouped.py)."""
+        grouped = self.grouped[model["unique_id"]]
+        types = {c.name.lower(): c.dtype for c in columns}
+        return {"state": grouped.rebuild_state_sql(), "rows": grouped.model_rows_sql(types)}
+
+    def groups_apply(self, model: Mapping[str, Any], columns: list[Any]) -> dict[str, str]:
+        """A grouped model's incremental writes: its group state, then its table's touched
+        groups (the target's ``columns``)."""
+        grouped = self.grouped[model["unique_id"]]
+        types = {c.name.lower(): c.dtype for c in columns}
+        outputs = {o.name.lower() for o in grouped.plan.outputs}
+        written = [c.name for c in columns if c.name.lower() in outputs]
+        statements: dict[str, str] = grouped.statements(types, written)
+        return statements

@@ -19,7 +19,7 @@ reads a rebuild's files through S3FileIO, request by request (0.032 s/MB on the 
 files whole (0.14 s/MB, against 0.17). ``OBJECT_STORAGE`` holds those rates; the fixed costs,
 which are statements, are the same.
 
-A model kept equal to its query over several upstreams (``changes/query.py``) also reads whole
+A model kept equal to its query over several upstreams (``planners/joins.py``) also reads whole
 upstreams on its incremental side: each changed upstream's affected keys join the other
 upstreams, and the affected keys' new rows are the query over every upstream, filtered by key.
 ``scan_bytes`` counts those reads (every other upstream per changed one whose change rows do

@@ -1,15 +1,16 @@
 """What a model kept equal to its query over several upstreams needs without parsing SQL.
 
 The upstreams' columns, how one is read in a rendering, and the statements over the affected
-keys. The query's analysis (``changes/query.py``) needs sqlglot, whose import takes 0.08-0.15 s
+keys. The query's analysis (``planners/joins.py``) needs sqlglot, whose import takes 0.08-0.15 s
 of CPU: it is loaded only when a model over several upstreams is planned, not by every dbt
 command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.sql import quote_identifier
@@ -50,6 +51,40 @@ class Read:
     columns, such as its rows at a snapshot projected to the run's schema."""
 
     sql: str
+
+
+class Occurrence(Protocol):
+    """One place a query reads an upstream (a self-join reads one upstream twice)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def upstream(self) -> UpstreamColumns: ...
+
+
+class KeyedQuery(Protocol):
+    """A model's query as the change engine uses it to find the keys a change touches and to
+    read their new rows: planned above the engine (``planners/joins.py``)."""
+
+    @property
+    def occurrences(self) -> Sequence[Occurrence]: ...
+
+    @property
+    def key_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def key_sources(self) -> Mapping[int, tuple[str, ...]]: ...
+
+    def affected_keys_sql(
+        self,
+        changed: int,
+        change_rows: Read,
+        new: Mapping[tuple[str, str, str], Read],
+        old: Mapping[tuple[str, str, str], Read],
+    ) -> str: ...
+
+    def restricted_sql(self, affected: str, equals: str = ...) -> str | None: ...
 
 
 # How a row's key is matched with the affected keys: null-safe, unless no affected key can be

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -36,6 +36,7 @@ from dbt.adapters.icetime.changes.keyed import (
     KEYS_ALIAS,
     NULL_SAFE,
     PLAIN,
+    KeyedQuery,
     Read,
     UpstreamColumns,
     duplicate_key_sql,
@@ -87,9 +88,6 @@ from dbt.adapters.icetime.metadata.model import (
 )
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
-if TYPE_CHECKING:
-    from dbt.adapters.icetime.changes.query import JoinQuery
-
 logger = AdapterLogger("icetime")
 
 # A model kept equal to its query writes its keys' new rows to this branch of its target, then
@@ -109,6 +107,7 @@ PER_COMMIT = (APPEND_MODE, VERSIONS)
 GAP_FAIL = "fail"
 GAP_FULL_REFRESH = "full_refresh"
 GAP_CHOICES = (GAP_FAIL, GAP_FULL_REFRESH)
+UpstreamKey = tuple[str, str, str]  # catalog, schema, table: how a query names an upstream
 
 
 @dataclass
@@ -172,9 +171,9 @@ class ChangeRun:
     history_start: str | None = None
     history_start_ms: int | None = None
     # A recompute whose keys come from its query (a model over several upstreams, written as
-    # plain SQL with a unique_key; changes/query.py), and the views of those keys.
+    # plain SQL with a unique_key; planners/joins.py), and the views of those keys.
     keys_from_query: bool = False  # set before its upstreams are added; query once they are
-    query: JoinQuery | None = None
+    query: KeyedQuery | None = None
     key_views: list[str] = field(default_factory=list)
     affected_view: str | None = None  # every affected key, cached
     recomputed_view: str | None = None  # the affected keys' new rows, cached
@@ -182,6 +181,9 @@ class ChangeRun:
     carried: bool = False  # its session carries its new watermarks (ChangeRuns.carry)
     target_bound: str | None = None  # a condition on the target that every affected key meets
     key_equals: str = NULL_SAFE  # how a key is matched with the affected keys (see recomputed)
+    # Its aggregates are updated from the change rows, not recomputed (planners/aggregates.py):
+    # no affected keys are rendered, and the incremental side reads no upstream whole.
+    grouped: bool = False
 
     def __post_init__(self) -> None:
         self.state = (
@@ -242,7 +244,7 @@ class ChangeRun:
             for upstream in pending:
                 if self.query is None or _changed(upstream):
                     self._render(upstream)
-            if self.query is not None:
+            if self.query is not None and not self.grouped:
                 self._render_affected_keys(self.query)
         if self.mode == RECOMPUTE or not pending:
             return compiled
@@ -252,13 +254,12 @@ class ChangeRun:
         query = compiled.rstrip().rstrip(";")
         return f"with {definitions}\nselect * from (\n{query}\n)"
 
-    def _render_affected_keys(self, query: JoinQuery) -> None:
+    def _render_affected_keys(self, query: KeyedQuery) -> None:
         """A view of the keys each changed upstream's changes can touch, per place the query
         reads it: the query with that read replaced by the change rows, the reads before it at
-        the new snapshots and those after it at the watermarks (changes/query.py)."""
+        the new snapshots and those after it at the watermarks (planners/joins.py)."""
         by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
-        new = {key: Read(_read_at(u, u.to_snapshot)) for key, u in by_key.items()}
-        old = {key: Read(_read_at(u, _watermark(u))) for key, u in by_key.items()}
+        new, old = self.version_reads()
         for occurrence in query.occurrences:
             upstream = by_key[occurrence.upstream.key]
             if not _changed(upstream):
@@ -282,6 +283,23 @@ class ChangeRun:
         self.execute(f"create or replace temporary view {quote_identifier(affected)} as {union}")
         self.cache(affected)
         self.affected_view = affected
+
+    def version_reads(self) -> tuple[dict[UpstreamKey, Read], dict[UpstreamKey, Read]]:
+        """Each upstream's rows at the run's new snapshot and at its watermark, by its key
+        (catalog, schema, table): the fixed versions of the delta rule's renderings."""
+        by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
+        new = {key: Read(_read_at(u, u.to_snapshot)) for key, u in by_key.items()}
+        old = {key: Read(_read_at(u, _watermark(u))) for key, u in by_key.items()}
+        return new, old
+
+    def changed_upstreams(self) -> dict[UpstreamKey, Upstream]:
+        """The upstreams whose range changed a row, by key."""
+        return {_upstream_key(u.table): u for u in self.upstreams.values() if _changed(u)}
+
+    def rebuild(self, reason: str) -> None:
+        """Make the run a rebuild, for ``reason`` (a planner's: its state cannot be used)."""
+        if not self.full:
+            self._rebuild(reason)
 
     def recomputed(self, fresh: str, fetch: Fetch) -> dict[str, str | None]:
         """Cache the rows of ``fresh`` (the model's query) whose key is affected, after checking
@@ -544,11 +562,18 @@ class ChangeRun:
         }
         total = sum(sizes.values())
         changed = {_upstream_key(u.table) for u in self.upstreams.values() if _changed(u)}
-        scan = total + sum(
-            total - sizes[o.upstream.key]
-            for o in self.query.occurrences
-            if o.upstream.key in changed and o.index not in self.query.key_sources
-        )
+        if self.grouped:  # each changed read's changes join every other upstream, once
+            scan = sum(
+                total - sizes[o.upstream.key]
+                for o in self.query.occurrences
+                if o.upstream.key in changed
+            )
+        else:
+            scan = total + sum(
+                total - sizes[o.upstream.key]
+                for o in self.query.occurrences
+                if o.upstream.key in changed and o.index not in self.query.key_sources
+            )
         # A rebuild reads every upstream, changed or not (each changed one alone was counted).
         files = sum(_file_count(u.metadata, u.to_snapshot) or 0 for u in self.upstreams.values())
         # Its incremental side handles the changed rows, not every row of the touched files: a
@@ -731,6 +756,7 @@ class ChangeRun:
                 else [u.view for u in self.upstreams.values()]
             ),
             "keys": list(self.query.key_columns) if self.query is not None else None,
+            "grouped": self.grouped,
         }
 
     def response(self) -> dict[str, Any]:

@@ -23,6 +23,9 @@
     {#- Only compactions since the watermark: move it (a metadata update, no data read). -#}
     {%- do icetime_changes_none(run) -%}
     {%- if run.moves %}{% do committed.append(true) %}{% endif -%}
+  {%- elif run.grouped -%}
+    {%- do icetime_cdf_apply_groups() -%}
+    {%- do committed.append(true) -%}
   {%- else -%}
     {%- do icetime_cdf_apply_changes(run, existing_relation, on_schema_change) -%}
     {%- do committed.append(true) -%}
@@ -59,7 +62,11 @@
   {%- if existing_relation is not none and existing_relation.is_view -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
-  {%- if run.mode == 'recompute' -%}
+  {%- if run.grouped -%}
+    {%- do icetime_cdf_rebuild_groups() -%}
+    {% do persist_constraints(this, model) %}
+    {{ return(none) }}
+  {%- elif run.mode == 'recompute' -%}
     {#- The model's query is the table, as a `table` model's is: no view, no describe. -#}
     {%- set sql = compiled_code -%}
   {%- else -%}
@@ -130,6 +137,34 @@
     {%- endif -%}
   {%- endcall -%}
   {%- endif -%}
+{% endmacro %}
+
+
+{% macro icetime_cdf_rebuild_groups() %}
+  {#- A grouped model maintained from deltas (planners/grouped.py): its group state table from
+      the upstreams at the run's snapshots, then its rows from the state, in its query's types.
+      Both commits carry the new watermarks; a run stopped between them leaves the two out of
+      step, and the next run rebuilds both. -#}
+  {%- set query_columns = adapter.icetime_query_columns(compiled_code, config.get('sql_header')) -%}
+  {%- set writes = adapter.icetime_cdf_step("groups_rebuild", model, query_columns) -%}
+  {% do adapter.icetime_fault('before_write') %}
+  {% do adapter.icetime_changes_carry(model) %}
+  {% call statement('icetime_cdf_groups') %}{{ writes['state'] }}{% endcall %}
+  {% do adapter.icetime_fault('during_write') %}
+  {%- call statement('main') -%}{{ create_table_as(False, this, writes['rows']) }}{%- endcall -%}
+{% endmacro %}
+
+
+{% macro icetime_cdf_apply_groups() %}
+  {#- A grouped model's changes: its touched groups' state updated from the signed change rows
+      (cached), merged into the group state table, then their rows into the model's table. -#}
+  {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
+  {%- set writes = adapter.icetime_cdf_step("groups_apply", model, target_columns) -%}
+  {% do adapter.icetime_fault('before_write') %}
+  {% do adapter.icetime_changes_carry(model) %}
+  {% call statement('icetime_cdf_groups') %}{{ writes['state'] }}{% endcall %}
+  {% do adapter.icetime_fault('during_write') %}
+  {% call statement('main') %}{{ writes['target'] }}{% endcall %}
 {% endmacro %}
 
 

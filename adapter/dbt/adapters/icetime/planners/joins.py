@@ -136,24 +136,42 @@ class JoinQuery:
             pairs = zip(source, self.key_columns, strict=True)
             keys = ", ".join(f"{quote_identifier(c)} as {quote_identifier(k)}" for c, k in pairs)
             return f"select distinct {keys} from (\n{change_rows.sql}\n) as {KEYS_ALIAS}"
+        tree, replaced = self.rendering(changed, change_rows, new, old)
+        _keep_changes_visible(replaced)
+        _other_branches_empty(replaced)
+        keys = ", ".join(quote_identifier(k) for k in self.key_columns)
+        body = tree.sql(dialect=DIALECT)
+        return f"select distinct {keys} from (\n{body}\n) as {KEYS_ALIAS}"
+
+    @property
+    def tree(self) -> exp.Query:
+        """The query, qualified (every column names its relation), ``with`` queries inlined."""
+        return self._tree
+
+    def rendering(
+        self,
+        changed: int,
+        change_rows: Read,
+        new: Mapping[tuple[str, str, str], Read],
+        old: Mapping[tuple[str, str, str], Read],
+    ) -> tuple[exp.Query, exp.Subquery]:
+        """A copy of the query with occurrence ``changed`` read from ``change_rows``, those
+        before it from ``new`` and those after it from ``old`` (the delta rule's term for that
+        occurrence), and the relation that replaced the changed one."""
         tree = self._tree.copy()
-        replaced: exp.Expr | None = None
+        replaced: exp.Subquery | None = None
         for position, table in enumerate(upstream_tables(tree)):
             upstream = self.occurrences[position].upstream
             if position == changed:
                 read = change_rows
             else:
                 read = (new if position < changed else old)[upstream.key]
-            relation = _relation(read.sql, table.alias_or_name)
-            table.replace(relation)
+            derived = relation(read.sql, table.alias_or_name)
+            table.replace(derived)
             if position == changed:
-                replaced = relation
+                replaced = derived
         assert replaced is not None, f"no occurrence {changed}"
-        _keep_changes_visible(replaced)
-        _other_branches_empty(replaced)
-        keys = ", ".join(quote_identifier(k) for k in self.key_columns)
-        body = tree.sql(dialect=DIALECT)
-        return f"select distinct {keys} from (\n{body}\n) as {KEYS_ALIAS}"
+        return tree, replaced
 
     def restricted_sql(self, affected: str, equals: str = NULL_SAFE) -> str | None:
         """The model's compiled query (its own text) with each read that holds the key
@@ -618,7 +636,8 @@ def _table_span(text: str, table: exp.Table) -> tuple[int, int] | None:
     return start, len(before)
 
 
-def _relation(sql: str, alias: str) -> exp.Subquery:
+def relation(sql: str, alias: str) -> exp.Subquery:
+    """``sql`` as a derived table under ``alias``."""
     return exp.Subquery(
         this=sqlglot.parse_one(sql, read=DIALECT),
         alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),

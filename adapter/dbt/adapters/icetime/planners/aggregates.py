@@ -1,0 +1,380 @@
+"""Aggregates maintained from deltas: a grouped model updated from its upstreams' change rows.
+
+A CDF model kept equal to its query (``joins.py``) whose query is one ``select ... group by``
+over inner joins keeps, beside its table, the state of every group in a table of its own (the
+**group state**, ``<model>__icetime_groups``): the group's columns, its row count and, per
+aggregate, the sums, non-null counts, least or greatest values it is computed from. A run then
+aggregates the change rows alone, signed (+1 for a row's new image, -1 for its old one), through
+the query's joins by the delta rule (``dQ = Q(dA, B_old) + Q(A_new, dB)``, exact for bags),
+adds them to the touched groups' state and writes those groups' new rows: the rows of the
+rebuild, read from no unchanged row of the aggregated upstream.
+
+- ``count(*)``, ``count(e)``: sums of signs (of rows where ``e`` is not null);
+- ``sum(e)``: the sum of ``e`` signed, and ``count(e)`` beside it (no value left: null);
+- ``avg(e)``: ``sum(e) / count(e)``, cast to the type Spark gives ``avg(e)`` (for a decimal,
+  Spark's own division of that sum by that count; for an integer, of the two as doubles);
+- ``min(e)``, ``max(e)``: kept from inserts only. A run whose changes delete a row recomputes
+  the touched groups instead (``ChangeRun``'s recompute of the affected keys);
+- a group whose row count reaches 0 is deleted; a count below 0 stops the run (the state is not
+  the upstreams' any more: ``raise_error`` in the statement, nothing committed).
+
+Exactness: integer and decimal sums are exact in any order, so the delta's sum is the rebuild's.
+A sum or average of a floating-point value is not (addition in another order rounds
+differently): such a query is not planned here and its touched groups are recomputed. An
+argument is accepted only when it is provably integral or decimal: columns of those types,
+integer and decimal literals, ``+ - *``, negation, ``abs``, ``coalesce``, ``if``/``case``, and
+casts to an integral or decimal type (a division is refused: ``/`` of two integers is a double).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dbt.adapters.icetime.changes.keyed import UpstreamColumns
+from dbt.adapters.icetime.sql import quote_identifier
+
+DIALECT = "spark"
+COUNT = "_icetime_n"  # every group's row count in the state table
+SIGN = "_icetime_sign"  # +1 or -1 on each change row
+STATE_SUFFIX = "__icetime_groups"
+DELTA_ALIAS = "icetime_delta"
+STATE_ALIAS = "icetime_state"
+
+EXACT_TYPES = ("int", "long", "decimal")
+ALLOWED_NODES: tuple[type[exp.Expr], ...] = (
+    exp.Column,
+    exp.Literal,
+    exp.Paren,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Neg,
+    exp.Abs,
+    exp.Coalesce,
+    exp.If,
+    exp.Case,
+    exp.Identifier,
+    exp.Null,
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One column of the group state: ``kind`` of ``arg`` over a group's rows."""
+
+    name: str
+    kind: str  # "count" (of non-null values), "sum", "min" or "max"
+    arg: exp.Expr
+
+
+@dataclass(frozen=True)
+class Output:
+    """One column of the model, and how it is computed from its group's state."""
+
+    name: str
+    kind: str  # "group", "count", "sum", "avg", "min" or "max"
+    expression: exp.Expr  # the group's expression, or the aggregate as written
+    terms: tuple[str, ...] = ()  # the state columns it reads (sum/avg: the sum, then the count)
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    """A grouped query, planned for maintenance from its changes."""
+
+    select: exp.Select  # the qualified query (its tables are the planner's occurrences)
+    outputs: tuple[Output, ...]
+    terms: tuple[Term, ...]
+
+    @property
+    def groups(self) -> tuple[Output, ...]:
+        return tuple(o for o in self.outputs if o.kind == "group")
+
+    @property
+    def insert_only(self) -> bool:
+        """Whether a delete in the changes makes the run recompute the touched groups."""
+        return any(t.kind in ("min", "max") for t in self.terms)
+
+    @property
+    def fingerprint(self) -> str:
+        """What the state was built for: its query (without the versions its tables are read
+        at: a pinned run's query is the same query) and terms. A change means a new state."""
+        select = self.select.copy()
+        for table in select.find_all(exp.Table):
+            table.set("version", None)
+        text = select.sql(dialect=DIALECT) + "|" + ",".join(t.name for t in self.terms)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def state_columns(self) -> list[str]:
+        return [g.name for g in self.groups] + [COUNT] + [t.name for t in self.terms]
+
+    def state_sql(self, select: exp.Select | None = None) -> str:
+        """Every group's state: of the query, or of ``select`` (the query with its tables read
+        at given versions)."""
+        select = (select or self.select).copy()
+        state = [exp.alias_(g.expression.copy(), g.name, quoted=True) for g in self.groups]
+        state.append(exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True))
+        state += [exp.alias_(_full_term(t), t.name, quoted=True) for t in self.terms]
+        select.set("expressions", state)
+        return select.sql(dialect=DIALECT)
+
+    def delta_select(self, rendering: exp.Select, sign: exp.Expr) -> str:
+        """The signed state of the groups a rendering's change rows touch: ``rendering`` is the
+        query with one occurrence replaced by change rows carrying ``sign``."""
+        select = rendering.copy()
+        state = [exp.alias_(g.expression.copy(), g.name, quoted=True) for g in self.groups]
+        state.append(exp.alias_(exp.Sum(this=sign.copy()), COUNT, quoted=True))
+        state += [exp.alias_(_delta_term(t, sign), t.name, quoted=True) for t in self.terms]
+        select.set("expressions", state)
+        return select.sql(dialect=DIALECT)
+
+    def combined_sql(self, deltas: Sequence[str]) -> str:
+        """The renderings' deltas added up per group."""
+        groups = ", ".join(quote_identifier(g.name) for g in self.groups)
+        sums = [f"sum({quote_identifier(COUNT)}) as {quote_identifier(COUNT)}"]
+        for term in self.terms:
+            combine = {"count": "sum", "sum": "sum"}.get(term.kind, term.kind)
+            name = quote_identifier(term.name)
+            sums.append(f"{combine}({name}) as {name}")
+        union = "\nunion all\n".join(f"({d})" for d in deltas)
+        return f"select {groups}, {', '.join(sums)} from (\n{union}\n) group by {groups}"
+
+    def new_state_sql(self, delta: str, state: str, error: str) -> str:
+        """Each touched group's new state: the old (``state``, a table) plus ``delta`` (a
+        relation). A count below 0 raises ``error`` in the statement."""
+        d, s = DELTA_ALIAS, STATE_ALIAS
+        count = quote_identifier(COUNT)
+        columns = [f"{d}.{quote_identifier(g.name)}" for g in self.groups]
+        total = f"coalesce({s}.{count}, 0) + {d}.{count}"
+        literal = "'" + error.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        columns.append(
+            f"case when {total} < 0 then raise_error({literal}) else {total} end as {count}"
+        )
+        for term in self.terms:
+            name = quote_identifier(term.name)
+            old, new = f"{s}.{name}", f"{d}.{name}"
+            if term.kind in ("count", "sum"):
+                value = (
+                    f"case when {old} is null and {new} is null then null "
+                    f"else coalesce({old}, 0) + coalesce({new}, 0) end"
+                )
+            else:
+                value = f"{'least' if term.kind == 'min' else 'greatest'}({old}, {new})"
+            columns.append(f"{value} as {name}")
+        return (
+            f"select {', '.join(columns)} from ({delta}) as {d} "
+            f"left join {state} as {s} on {self.match(s, d)}"
+        )
+
+    def match(self, left: str, right: str) -> str:
+        """Null-safe equality of every group column of two relations."""
+        if not self.groups:
+            return "true"
+        return " and ".join(
+            f"{left}.{quote_identifier(g.name)} <=> {right}.{quote_identifier(g.name)}"
+            for g in self.groups
+        )
+
+    def finalize_sql(self, state: str, types: Mapping[str, str], with_count: bool = True) -> str:
+        """The model's rows of the groups in ``state`` (a relation of state rows), each column
+        cast to its type in ``types`` (by lower-case name), and the group's row count."""
+        columns = []
+        for output in self.outputs:
+            value = _finalized(output)
+            kind = types.get(output.name.lower())
+            if kind is not None and output.kind != "group":
+                value = f"cast({value} as {kind})"
+            columns.append(f"{value} as {quote_identifier(output.name)}")
+        if with_count:
+            columns.append(quote_identifier(COUNT))
+        return f"select {', '.join(columns)} from {state}"
+
+    def state_merge_sql(self, table: str, rows: str) -> str:
+        """Write the touched groups' new state (``rows``) to the state table."""
+        t, u = "icetime_target", "icetime_rows"
+        count = quote_identifier(COUNT)
+        names = [quote_identifier(c) for c in self.state_columns]
+        updates = ", ".join(f"{t}.{n} = {u}.{n}" for n in names[len(self.groups) :])
+        return (
+            f"merge into {table} as {t} using {rows} as {u} on {self.match(t, u)}\n"
+            f"when matched and {u}.{count} = 0 then delete\n"
+            f"when matched then update set {updates}\n"
+            f"when not matched and {u}.{count} > 0 then insert ({', '.join(names)}) "
+            f"values ({', '.join(f'{u}.{n}' for n in names)})"
+        )
+
+    def target_merge_sql(self, table: str, rows: str, columns: Sequence[str]) -> str:
+        """Write the touched groups' model rows (``rows``: ``finalize_sql`` of the new state)
+        to the model's table, in its ``columns``: a group that emptied is deleted."""
+        t, u = "icetime_target", "icetime_rows"
+        count = quote_identifier(COUNT)
+        names = [quote_identifier(c) for c in columns]
+        grouped = {g.name.lower() for g in self.groups}
+        updates = ", ".join(
+            f"{t}.{quote_identifier(c)} = {u}.{quote_identifier(c)}"
+            for c in columns
+            if c.lower() not in grouped
+        )
+        update = f"when matched then update set {updates}\n" if updates else ""
+        return (
+            f"merge into {table} as {t} using {rows} as {u} on {self.match(t, u)}\n"
+            f"when matched and {u}.{count} = 0 then delete\n{update}"
+            f"when not matched and {u}.{count} > 0 then insert ({', '.join(names)}) "
+            f"values ({', '.join(f'{u}.{n}' for n in names)})"
+        )
+
+
+def plan_aggregates(
+    select: exp.Expr, upstreams: Mapping[str, UpstreamColumns]
+) -> AggregatePlan | str:
+    """Plan ``select`` (a qualified query; ``upstreams``: each table alias of its FROM, lower
+    case, and what it reads) for maintenance from deltas, or say why it is not."""
+    if not isinstance(select, exp.Select):
+        return "the query is not one select (a union)"
+    if select.args.get("distinct") or select.args.get("having") or select.args.get("qualify"):
+        return "the query has distinct, having or qualify"
+    group = select.args.get("group")
+    if group is None or not group.expressions:
+        return "the query has no group by"
+    for join in select.args.get("joins") or []:
+        if join.side or (join.kind or "").upper() not in ("", "INNER", "CROSS"):
+            return "the query has a join other than an inner join"
+    sources = [select.args["from_"].this] + [j.this for j in select.args.get("joins") or []]
+    if not all(isinstance(s, exp.Table) for s in sources):
+        return "the query reads a derived table"
+    if any(inner is not select for inner in select.find_all(exp.Select)):
+        return "the query has a subquery"
+    if any(select.find_all(exp.Window)):
+        return "the query has a window function"
+    grouped = {e.sql(dialect=DIALECT): e for e in group.expressions}
+    outputs: list[Output] = []
+    terms: dict[str, Term] = {}
+    for projection in select.expressions:
+        name = projection.alias_or_name
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        if value.sql(dialect=DIALECT) in grouped:
+            outputs.append(Output(name, "group", value))
+            continue
+        planned = _aggregate(name, value, upstreams, terms)
+        if isinstance(planned, str):
+            return planned
+        outputs.append(planned)
+    selected = {o.expression.sql(dialect=DIALECT) for o in outputs if o.kind == "group"}
+    if any(text not in selected for text in grouped):
+        return "a group by expression the query does not select"
+    return AggregatePlan(select, tuple(outputs), tuple(terms.values()))
+
+
+def _aggregate(
+    name: str, value: exp.Expr, upstreams: Mapping[str, UpstreamColumns], terms: dict[str, Term]
+) -> Output | str:
+    kinds: dict[type[exp.Expr], str] = {
+        exp.Count: "count",
+        exp.Sum: "sum",
+        exp.Avg: "avg",
+        exp.Min: "min",
+        exp.Max: "max",
+    }
+    kind = kinds.get(type(value))
+    if kind is None:
+        return f"the column {name} is neither a group column nor one aggregate"
+    arg = value.this
+    if isinstance(arg, exp.Distinct) or value.args.get("expressions"):
+        return f"the column {name} aggregates distinct values"
+    if any(arg.find_all(exp.AggFunc)) if arg is not None else False:
+        return f"the column {name} nests an aggregate"
+    if kind == "count" and isinstance(arg, exp.Star | exp.Literal):
+        return Output(name, "count", value, (COUNT,))  # every row: the group's row count
+    if kind in ("sum", "avg") and not _exact(arg, upstreams):
+        return f"the column {name} sums a value that is not provably integral or decimal"
+    if kind in ("min", "max", "count"):
+        return Output(name, kind, value, (_term(terms, kind, arg),))
+    return Output(name, kind, value, (_term(terms, "sum", arg), _term(terms, "count", arg)))
+
+
+def _term(terms: dict[str, Term], kind: str, arg: exp.Expr) -> str:
+    text = f"{kind}({arg.sql(dialect=DIALECT)})"
+    found = terms.get(text)
+    if found is None:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+        found = Term(f"_icetime_{kind}_{digest}", kind, arg)
+        terms[text] = found
+    return found.name
+
+
+def _exact(arg: exp.Expr | None, upstreams: Mapping[str, UpstreamColumns]) -> bool:
+    """Whether every value of ``arg`` is an integer or a decimal (never floating point)."""
+    if arg is None:
+        return False
+    for node in arg.walk():
+        if isinstance(node, exp.Cast | exp.TryCast):
+            to = node.to
+            if not (to.is_type(*exp.DataType.INTEGER_TYPES) or to.is_type("decimal")):
+                return False
+            continue
+        if isinstance(node, exp.DataType | exp.DataTypeParam):
+            continue
+        if _in_condition(node, arg):
+            continue
+        if not isinstance(node, ALLOWED_NODES):
+            return False
+        if isinstance(node, exp.Literal) and (node.is_string or "e" in node.this.lower()):
+            return False
+        if isinstance(node, exp.Column):
+            source = upstreams.get(node.table.lower())
+            kind = source.type_of(node.name) if source is not None else None
+            if kind is None or not kind.startswith(EXACT_TYPES):
+                return False
+    return True
+
+
+def _in_condition(node: exp.Expr, root: exp.Expr) -> bool:
+    """Whether ``node`` sits in the condition of an ``if``/``case`` (its value is not summed)."""
+    child, parent = node, node.parent
+    while parent is not None and child is not root:
+        if isinstance(parent, exp.If) and child is parent.this:
+            return True
+        if isinstance(parent, exp.Case) and child is parent.this:
+            return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _full_term(term: Term) -> exp.Expr:
+    kinds: dict[str, type[exp.Func]] = {
+        "count": exp.Count,
+        "sum": exp.Sum,
+        "min": exp.Min,
+        "max": exp.Max,
+    }
+    return kinds[term.kind](this=term.arg.copy())
+
+
+def _delta_term(term: Term, sign: exp.Expr) -> exp.Expr:
+    positive = exp.GT(this=sign.copy(), expression=exp.Literal.number(0))
+    arg = term.arg.copy()
+    if term.kind == "count":
+        present = exp.Not(this=exp.Is(this=exp.Paren(this=arg), expression=exp.Null()))
+        value = exp.Case().when(present, sign.copy()).else_(exp.Literal.number(0))
+        return exp.Sum(this=value)
+    if term.kind == "sum":
+        negated = exp.Neg(this=exp.Paren(this=arg.copy()))
+        return exp.Sum(this=exp.Case().when(positive, exp.Paren(this=arg)).else_(negated))
+    inserted = exp.Case().when(positive, exp.Paren(this=arg))
+    return (exp.Min if term.kind == "min" else exp.Max)(this=inserted)
+
+
+def _finalized(output: Output) -> str:
+    if output.kind == "group":
+        return quote_identifier(output.name)
+    first = quote_identifier(output.terms[0])
+    if output.kind in ("count", "min", "max"):
+        return first
+    count = quote_identifier(output.terms[1])
+    if output.kind == "sum":
+        return f"case when {count} > 0 then {first} end"
+    return f"case when {count} > 0 then {first} / {count} end"

@@ -1,0 +1,174 @@
+"""One run of a grouped model maintained from deltas: its group state table and statements.
+
+The plan (``aggregates.py``) says what the state holds; this module ties it to a run of the
+change engine (``ChangeRun``):
+
+- **the state table** ``<model>__icetime_groups``, beside the model's table. Its commits carry
+  the same watermarks as the model's (the run's session carries them for both writes), and its
+  property ``icetime.groups.plan`` names the plan it was built for. A run uses it only when both
+  hold exactly what the model's state says: the same watermarks of every upstream and the same
+  plan. Otherwise (no state table yet, a run killed between the two writes, the model's table
+  restored or rebuilt by other means, the query changed) the run is a rebuild of both, and says
+  why;
+- **a rebuild** builds the state from every upstream read at the run's snapshots (time travel:
+  exactly the watermarks it records), then the model's table from the state (its rows, cast to
+  the types of the model's query): one scan of the upstreams;
+- **an incremental run** aggregates the signed change rows through the query's joins, one
+  rendering per changed read (``JoinQuery.rendering``), adds them to the touched groups' state
+  (a cached view, read by both writes), merges the state, then the model's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.changes.keyed import Read
+from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION
+from dbt.adapters.icetime.changes.run import ChangeRun, Upstream, view_name
+from dbt.adapters.icetime.changes.signed import CHANGE_TYPE, UPSERTS
+from dbt.adapters.icetime.changes.state import load_state
+from dbt.adapters.icetime.metadata import TableMetadata, TableName
+from dbt.adapters.icetime.planners.aggregates import (
+    SIGN,
+    STATE_SUFFIX,
+    AggregatePlan,
+    plan_aggregates,
+)
+from dbt.adapters.icetime.planners.joins import JoinQuery, relation, upstream_tables
+from dbt.adapters.icetime.sql import quote_identifier, sql_literal
+
+PLAN_PROPERTY = "icetime.groups.plan"
+
+
+def plan_query(query: JoinQuery) -> AggregatePlan | str:
+    """The query's aggregate plan, or why it has none."""
+    tables = upstream_tables(query.tree)
+    by_alias = {
+        table.alias_or_name.lower(): occurrence.upstream
+        for table, occurrence in zip(tables, query.occurrences, strict=True)
+    }
+    return plan_aggregates(query.tree, by_alias)
+
+
+def state_table(target: TableName) -> TableName:
+    return TableName(target.catalog, target.namespace, target.name + STATE_SUFFIX)
+
+
+@dataclass
+class GroupedRun:
+    """A grouped model's run over its change engine run ``run``."""
+
+    run: ChangeRun
+    query: JoinQuery
+    plan: AggregatePlan
+    state: TableName
+    state_metadata: TableMetadata | None
+    views: list[str] = field(default_factory=list)
+
+    def check(self) -> None:
+        """Make the run a rebuild unless the state table holds exactly the model's state and
+        plan, or the changes delete a row under a ``min`` or ``max`` (not kept from deletes)."""
+        run = self.run
+        run.grouped = True
+        if run.full:
+            return
+        reason = self._out_of_step()
+        if reason is None and self.plan.insert_only and self._deletes():
+            reason = errors.GROUPS_EXTREMES_DELETED
+        if reason is not None:
+            run.rebuild(reason)
+
+    def _out_of_step(self) -> str | None:
+        metadata, model = self.state_metadata, self.run.state
+        if metadata is None:
+            return errors.GROUPS_MISSING.format(table=self.state)
+        if metadata.properties.get(PLAN_PROPERTY) != self.plan.fingerprint:
+            return errors.GROUPS_OTHER_PLAN.format(table=self.state)
+        state = load_state(metadata, str(self.state))
+        if model is None or state is None or dict(state.upstreams) != dict(model.upstreams):
+            return errors.GROUPS_OUT_OF_STEP.format(table=self.state, target=self.run.target)
+        return None
+
+    def _deletes(self) -> bool:
+        return any(
+            commit.kind not in (APPEND, COMPACTION)
+            for upstream in self.run.changed_upstreams().values()
+            if upstream.change_range is not None
+            for commit in upstream.change_range.commits
+        )
+
+    # -- a rebuild ------------------------------------------------------------------------------
+
+    def rebuild_state_sql(self) -> str:
+        """Create (or replace) the state table from the upstreams at the run's snapshots."""
+        new, _ = self.run.version_reads()
+        tree = self.query.tree.copy()
+        for table, occurrence in zip(upstream_tables(tree), self.query.occurrences, strict=True):
+            read = new[occurrence.upstream.key]
+            table.replace(relation(read.sql, table.alias_or_name))
+        assert isinstance(tree, exp.Select)
+        plan = f"{sql_literal(PLAN_PROPERTY)} = {sql_literal(self.plan.fingerprint)}"
+        return (
+            f"create or replace table {self.state.sql()} using iceberg tblproperties ({plan}) as\n"
+            f"{self.plan.state_sql(tree)}"
+        )
+
+    def model_rows_sql(self, types: Mapping[str, str]) -> str:
+        """The model's every row, from the state table (its rebuild's query)."""
+        return self.plan.finalize_sql(self.state.sql(), types, with_count=False)
+
+    # -- an incremental run ---------------------------------------------------------------------
+
+    def statements(self, types: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:
+        """Make the delta's views and return the two writes: ``state``, then ``target`` (the
+        data commit)."""
+        run = self.run
+        new, old = run.version_reads()
+        changed = run.changed_upstreams()
+        deltas = []
+        for occurrence in self.query.occurrences:
+            upstream = changed.get(occurrence.upstream.key)
+            if upstream is None:
+                continue
+            tree, replaced = self.query.rendering(occurrence.index, _signed(upstream), new, old)
+            sign = exp.column(SIGN, table=replaced.alias_or_name, quoted=True)
+            assert isinstance(tree, exp.Select)
+            deltas.append(self.plan.delta_select(tree, sign))
+        error = errors.GROUPS_NEGATIVE.format(table=self.state, target=run.target)
+        # The delta is cached: both writes read it. The touched groups' new state reads the state
+        # at the snapshot this run planned from, never its current one: a write to a table
+        # makes Spark compute again every cached plan that reads it, and the state's own write
+        # would otherwise be added to itself.
+        delta = self._view("delta", self.plan.combined_sql(deltas))
+        run.cache(delta)
+        assert self.state_metadata is not None
+        planned = int(self.state_metadata.current_snapshot_id or 0)
+        state = f"{self.state.sql()} version as of {planned}"
+        groups = self._view(
+            "groups", self.plan.new_state_sql(quote_identifier(delta), state, error)
+        )
+        rows = self._view("rows", self.plan.finalize_sql(quote_identifier(groups), types))
+        return {
+            "state": self.plan.state_merge_sql(self.state.sql(), quote_identifier(groups)),
+            "target": self.plan.target_merge_sql(run.target.sql(), quote_identifier(rows), columns),
+        }
+
+    def _view(self, suffix: str, sql: str) -> str:
+        name = view_name(self.run.node_id, suffix)
+        self.run.execute(f"create or replace temporary view {quote_identifier(name)} as\n{sql}")
+        self.run.key_views.append(name)  # dropped with the run's views
+        return name
+
+
+def _signed(upstream: Upstream) -> Read:
+    """The upstream's change rows, its columns and each row's sign (+1 new, -1 old image)."""
+    columns = ", ".join(quote_identifier(f.name) for f in upstream.out.fields)
+    upserts = ", ".join(sql_literal(kind) for kind in UPSERTS)
+    return Read(
+        f"select {columns}, case when {CHANGE_TYPE} in ({upserts}) then 1 else -1 end "
+        f"as {quote_identifier(SIGN)} from {quote_identifier(upstream.view)}"
+    )

@@ -21,6 +21,9 @@ AFTER_DATA_COMMIT = "after_data_commit"
 # A model kept equal to its query: after the affected keys' rows were deleted on the target's
 # branch, before their new rows are inserted (changes/run.py, ChangeRun.replace_sql).
 BETWEEN_DELETE_AND_INSERT = "between_delete_and_insert"
+# A grouped model maintained from deltas: after its group state's write, before its table's
+# (planners/grouped.py).
+BETWEEN_STATE_AND_TARGET = "between_state_and_target"
 # After a model's materialization completed, before anything else (builds/session.py).
 AFTER_MODEL_COMMIT = "after_model_commit"
 # After a model's build committed, before its build record is kept as a table property

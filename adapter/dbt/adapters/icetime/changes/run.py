@@ -430,7 +430,7 @@ class ChangeRun:
                 return None
             read = (upstream.name, source[0].lower())
             if read not in columns:
-                columns[read] = _staged_column(upstream, source[0])
+                columns[read] = staged_column(upstream, source[0])
             if columns[read] is None:
                 return None
         arrays = list(columns.values())
@@ -770,6 +770,8 @@ class ChangeRun:
             "cdf_files_read": self.files_read.files,
             "cdf_bytes_read": self.files_read.bytes,
             "cdf_shared_read": self.shared,
+            # A grouped model's aggregates updated from the change rows (planners/).
+            "cdf_aggregates": "delta" if self.grouped else None,
             "cdf_plan_s": round(self.plan_s, 3),
             "cdf_read_s": round(self.read_s, 3),
         }
@@ -813,7 +815,7 @@ def _changed(upstream: Upstream) -> bool:
     return upstream.change_range is not None and upstream.change_range.has_changes
 
 
-def _staged_column(upstream: Upstream, name: str) -> Any | None:
+def staged_column(upstream: Upstream, name: str) -> Any | None:
     """Column ``name`` of every change row of the upstream's range (both images, before
     netting), as a pyarrow array, when all of them are rows this process staged
     (``Upstream.staged``). None when the server reads some, or the column is not one of the

@@ -54,6 +54,7 @@ class CdfResponse(AdapterResponse):
     cdf_files_read: int | None = None  # data files this model's change read opened
     cdf_bytes_read: int | None = None
     cdf_shared_read: bool | None = None  # its change rows were read for another model
+    cdf_aggregates: str | None = None  # "delta": its aggregates updated from the change rows
     cdf_plan_s: float | None = None  # planning the touched files from manifests
     cdf_read_s: float | None = None  # reading and staging their changed rows
 

@@ -45,21 +45,6 @@ DELTA_ALIAS = "icetime_delta"
 STATE_ALIAS = "icetime_state"
 
 EXACT_TYPES = ("int", "long", "decimal")
-ALLOWED_NODES: tuple[type[exp.Expr], ...] = (
-    exp.Column,
-    exp.Literal,
-    exp.Paren,
-    exp.Add,
-    exp.Sub,
-    exp.Mul,
-    exp.Neg,
-    exp.Abs,
-    exp.Coalesce,
-    exp.If,
-    exp.Case,
-    exp.Identifier,
-    exp.Null,
-)
 
 
 @dataclass(frozen=True)
@@ -306,41 +291,34 @@ def _term(terms: dict[str, Term], kind: str, arg: exp.Expr) -> str:
     return found.name
 
 
-def _exact(arg: exp.Expr | None, upstreams: Mapping[str, UpstreamColumns]) -> bool:
-    """Whether every value of ``arg`` is an integer or a decimal (never floating point)."""
-    if arg is None:
+def _exact(node: exp.Expr | None, upstreams: Mapping[str, UpstreamColumns]) -> bool:
+    """Whether every value of ``node`` is an integer or a decimal (never floating point)."""
+    if node is None:
         return False
-    for node in arg.walk():
-        if isinstance(node, exp.Cast | exp.TryCast):
-            to = node.to
-            if not (to.is_type(*exp.DataType.INTEGER_TYPES) or to.is_type("decimal")):
-                return False
-            continue
-        if isinstance(node, exp.DataType | exp.DataTypeParam):
-            continue
-        if _in_condition(node, arg):
-            continue
-        if not isinstance(node, ALLOWED_NODES):
-            return False
-        if isinstance(node, exp.Literal) and (node.is_string or "e" in node.this.lower()):
-            return False
-        if isinstance(node, exp.Column):
-            source = upstreams.get(node.table.lower())
-            kind = source.type_of(node.name) if source is not None else None
-            if kind is None or not kind.startswith(EXACT_TYPES):
-                return False
-    return True
-
-
-def _in_condition(node: exp.Expr, root: exp.Expr) -> bool:
-    """Whether ``node`` sits in the condition of an ``if``/``case`` (its value is not summed)."""
-    child, parent = node, node.parent
-    while parent is not None and child is not root:
-        if isinstance(parent, exp.If) and child is parent.this:
-            return True
-        if isinstance(parent, exp.Case) and child is parent.this:
-            return True
-        child, parent = parent, parent.parent
+    if isinstance(node, exp.Cast | exp.TryCast):  # what it casts is not summed
+        to = node.to
+        return bool(to.is_type(*exp.DataType.INTEGER_TYPES) or to.is_type("decimal"))
+    if isinstance(node, exp.Null):
+        return True
+    if isinstance(node, exp.Literal):
+        return not node.is_string and "e" not in node.this.lower()
+    if isinstance(node, exp.Column):
+        source = upstreams.get(node.table.lower())
+        kind = source.type_of(node.name) if source is not None else None
+        return kind is not None and kind.startswith(EXACT_TYPES)
+    if isinstance(node, exp.Paren | exp.Neg | exp.Abs):
+        return _exact(node.this, upstreams)
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        return _exact(node.this, upstreams) and _exact(node.expression, upstreams)
+    if isinstance(node, exp.Coalesce):
+        return all(_exact(e, upstreams) for e in [node.this, *node.expressions])
+    if isinstance(node, exp.If):  # its condition is not summed
+        values = [node.args.get("true"), node.args.get("false")]
+        return all(v is None or _exact(v, upstreams) for v in values)
+    if isinstance(node, exp.Case):
+        values = [i.args.get("true") for i in node.args.get("ifs") or []]
+        values.append(node.args.get("default"))
+        return all(v is None or _exact(v, upstreams) for v in values)
     return False
 
 

@@ -27,8 +27,16 @@ from sqlglot import exp
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.keyed import Read
+from dbt.adapters.icetime.changes.keys import arrow_bounds, arrow_key_bound
 from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION
-from dbt.adapters.icetime.changes.run import ChangeRun, Upstream, view_name
+from dbt.adapters.icetime.changes.run import (
+    BOUND_RANGES,
+    BOUND_VALUES,
+    ChangeRun,
+    Upstream,
+    staged_column,
+    view_name,
+)
 from dbt.adapters.icetime.changes.signed import CHANGE_TYPE, UPSERTS
 from dbt.adapters.icetime.changes.state import load_state
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -42,6 +50,14 @@ from dbt.adapters.icetime.planners.joins import JoinQuery, relation, upstream_ta
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 PLAN_PROPERTY = "icetime.groups.plan"
+# The state table is merged by every run, a few of its rows at a time: merge-on-read (a run
+# writes the touched groups and position deletes, not every file again), no shuffle before the
+# write (it is small).
+STATE_LAYOUT = (
+    "'format-version' = '2', 'write.merge.mode' = 'merge-on-read', "
+    "'write.update.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read', "
+    "'write.merge.distribution-mode' = 'none'"
+)
 
 
 def plan_query(query: JoinQuery) -> AggregatePlan | str:
@@ -111,7 +127,9 @@ class GroupedRun:
             read = new[occurrence.upstream.key]
             table.replace(relation(read.sql, table.alias_or_name))
         assert isinstance(tree, exp.Select)
-        plan = f"{sql_literal(PLAN_PROPERTY)} = {sql_literal(self.plan.fingerprint)}"
+        plan = (
+            f"{sql_literal(PLAN_PROPERTY)} = {sql_literal(self.plan.fingerprint)}, {STATE_LAYOUT}"
+        )
         return (
             f"create or replace table {self.state.sql()} using iceberg tblproperties ({plan}) as\n"
             f"{self.plan.state_sql(tree)}"
@@ -134,7 +152,10 @@ class GroupedRun:
             upstream = changed.get(occurrence.upstream.key)
             if upstream is None:
                 continue
-            tree, replaced = self.query.rendering(occurrence.index, _signed(upstream), new, old)
+            bounds = self._bounds(occurrence.index, upstream)
+            tree, replaced = self.query.rendering(
+                occurrence.index, _signed(upstream), new, old, bounds
+            )
             sign = exp.column(SIGN, table=replaced.alias_or_name, quoted=True)
             assert isinstance(tree, exp.Select)
             deltas.append(self.plan.delta_select(tree, sign))
@@ -157,11 +178,51 @@ class GroupedRun:
             "target": self.plan.target_merge_sql(run.target.sql(), quote_identifier(rows), columns),
         }
 
+    def _bounds(self, changed: int, upstream: Upstream) -> dict[int, str]:
+        """Conditions on the other reads of the rendering of ``changed``'s changes: a read
+        joined to it by an equality holds only rows whose column has one of the changed rows'
+        values, bounded by literals (``KeyBound``) that Iceberg prunes files by. From the rows
+        this process staged (no Spark job); a read whose values are not staged is not bounded."""
+        found: dict[int, list[str]] = {}
+        for one, other in self.query.equalities():
+            for (source, column), (target, target_column) in ((one, other), (other, one)):
+                if source != changed or target == changed:
+                    continue
+                condition = _values_bound(upstream, column, quote_identifier(target_column))
+                if condition is not None:
+                    found.setdefault(target, []).append(condition)
+        return {target: " and ".join(conditions) for target, conditions in found.items()}
+
     def _view(self, suffix: str, sql: str) -> str:
         name = view_name(self.run.node_id, suffix)
         self.run.execute(f"create or replace temporary view {quote_identifier(name)} as\n{sql}")
         self.run.key_views.append(name)  # dropped with the run's views
         return name
+
+
+def _values_bound(upstream: Upstream, column: str, target: str) -> str | None:
+    """A condition on ``target`` that holds for every non-null value of the change rows'
+    ``column`` (a null joins nothing), or None when they are not all staged here."""
+    values = staged_column(upstream, column)
+    if values is None:
+        return None
+    import pyarrow.compute as pc
+
+    present = pc.drop_null(values)
+    if len(present) == 0:
+        return "false"
+    if not arrow_bounds(present.type):
+        return None
+    kind = next((f.type for f in upstream.out.fields if f.name.lower() == column.lower()), None)
+    integral = kind in ("int", "long") and _is_integer(present.type)
+    bound = arrow_key_bound(present, integral, BOUND_RANGES, BOUND_VALUES)
+    return bound.sql(target) if bound is not None else None
+
+
+def _is_integer(arrow_type: object) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(arrow_type))
 
 
 def _signed(upstream: Upstream) -> Read:

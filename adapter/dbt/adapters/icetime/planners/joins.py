@@ -143,6 +143,28 @@ class JoinQuery:
         body = tree.sql(dialect=DIALECT)
         return f"select distinct {keys} from (\n{body}\n) as {KEYS_ALIAS}"
 
+    def equalities(self) -> list[tuple[tuple[int, str], tuple[int, str]]]:
+        """The equalities between columns of two reads that hold on every row of a query that
+        is one select (its ``where`` conjuncts and inner joins' conditions), both of one type,
+        as (occurrence, column) pairs: a row of one read joins only rows of the other whose
+        column has one of its values."""
+        tree = self._tree
+        if not isinstance(tree, exp.Select):
+            return []
+        tables = upstream_tables(tree)
+        direct = {s.alias_or_name.lower(): s for s in _sources(tree).values()}
+        place = {
+            table.alias_or_name.lower(): i
+            for i, table in enumerate(tables)
+            if direct.get(table.alias_or_name.lower()) is table
+        }
+        upstreams = {id(t): o.upstream for t, o in zip(tables, self.occurrences, strict=True)}
+        found = []
+        for (a, a_column), (b, b_column) in _equalities(tree, tables[0], upstreams):
+            if a in place and b in place and place[a] != place[b]:
+                found.append(((place[a], a_column), (place[b], b_column)))
+        return found
+
     @property
     def tree(self) -> exp.Query:
         """The query, qualified (every column names its relation), ``with`` queries inlined."""
@@ -154,10 +176,12 @@ class JoinQuery:
         change_rows: Read,
         new: Mapping[tuple[str, str, str], Read],
         old: Mapping[tuple[str, str, str], Read],
+        bounds: Mapping[int, str] | None = None,
     ) -> tuple[exp.Query, exp.Subquery]:
         """A copy of the query with occurrence ``changed`` read from ``change_rows``, those
         before it from ``new`` and those after it from ``old`` (the delta rule's term for that
-        occurrence), and the relation that replaced the changed one."""
+        occurrence), each other read filtered by its condition in ``bounds`` (by occurrence,
+        on its own columns), and the relation that replaced the changed one."""
         tree = self._tree.copy()
         replaced: exp.Subquery | None = None
         for position, table in enumerate(upstream_tables(tree)):
@@ -166,6 +190,9 @@ class JoinQuery:
                 read = change_rows
             else:
                 read = (new if position < changed else old)[upstream.key]
+            condition = (bounds or {}).get(position)
+            if condition is not None:
+                read = Read(f"select * from ({read.sql}) where {condition}")
             derived = relation(read.sql, table.alias_or_name)
             table.replace(derived)
             if position == changed:

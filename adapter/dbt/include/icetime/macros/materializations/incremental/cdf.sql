@@ -150,6 +150,7 @@
   {% do adapter.icetime_fault('before_write') %}
   {% do adapter.icetime_changes_carry(model) %}
   {% call statement('icetime_cdf_groups') %}{{ writes['state'] }}{% endcall %}
+  {% do adapter.icetime_fault('between_state_and_target') %}
   {% do adapter.icetime_fault('during_write') %}
   {%- call statement('main') -%}{{ create_table_as(False, this, writes['rows']) }}{%- endcall -%}
 {% endmacro %}
@@ -163,6 +164,7 @@
   {% do adapter.icetime_fault('before_write') %}
   {% do adapter.icetime_changes_carry(model) %}
   {% call statement('icetime_cdf_groups') %}{{ writes['state'] }}{% endcall %}
+  {% do adapter.icetime_fault('between_state_and_target') %}
   {% do adapter.icetime_fault('during_write') %}
   {% call statement('main') %}{{ writes['target'] }}{% endcall %}
 {% endmacro %}

@@ -1,0 +1,105 @@
+"""Which grouped queries have their aggregates updated from deltas, and the state they keep
+(``planners/aggregates.py``); the statements themselves run in tests/functional/cdf/
+(test_cdf_aggregates.py, test_tpch.py), against rebuilds."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.icetime.changes.keyed import UpstreamColumns
+from dbt.adapters.icetime.planners.aggregates import COUNT, AggregatePlan
+from dbt.adapters.icetime.planners.grouped import plan_query
+from dbt.adapters.icetime.planners.joins import analyze
+
+SALES = UpstreamColumns(
+    "icetime",
+    "raw",
+    "sales",
+    ("id", "region", "amount", "qty", "price", "note"),
+    ("long", "string", "decimal(10, 2)", "int", "double", "string"),
+)
+ZONES = UpstreamColumns("icetime", "raw", "zones", ("region", "zone"), ("string", "string"))
+S, Z = "icetime.raw.sales", "icetime.raw.zones"
+
+
+def plan(sql: str, key: tuple[str, ...] = ("region",)) -> AggregatePlan | str:
+    return plan_query(analyze(sql, (SALES, ZONES), key, "model.demo.m"))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"select region, count(*) as n, sum(amount) as t, avg(qty) as q from {S} group by region",
+        f"select region, sum(amount * qty - 1) as t, count(amount) as c from {S} group by region",
+        f"select region, sum(cast(price as decimal(10, 2))) as t from {S} group by region",
+        f"select region, sum(case when price > 1.5e0 then amount else 0 end) as t from {S} "
+        "group by region",
+        f"select region, min(price) as lo, max(note) as hi from {S} group by region",
+        f"select z.zone as region, sum(s.amount) as t from {S} s join {Z} z "
+        "on s.region = z.region group by z.zone",
+        f"select z.zone as region, count(1) as n from {S} s, {Z} z where s.region = z.region "
+        "and s.qty > 2 group by z.zone",
+    ],
+)
+def test_planned(sql: str) -> None:
+    assert isinstance(plan(sql), AggregatePlan), plan(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        (f"select region, sum(price) as p from {S} group by region", "not provably integral"),
+        (f"select region, avg(qty / 2) as p from {S} group by region", "not provably integral"),
+        (f"select region, sum(qty * 1.5e0) as p from {S} group by region", "not provably"),
+        (
+            f"select region, sum(cast(qty as double)) as p from {S} group by region",
+            "not provably",
+        ),
+        (f"select region, count(distinct id) as n from {S} group by region", "distinct values"),
+        (f"select region, sum(amount) * 2 as t from {S} group by region", "neither a group"),
+        (f"select region, sum(amount) as t from {S} group by region having count(*) > 1", "having"),
+        (
+            f"select s.region, sum(s.amount) as t from {S} s left join {Z} z "
+            "on s.region = z.region group by s.region",
+            "other than an inner join",
+        ),
+        (
+            f"select region, sum(amount) as t from (select * from {S}) x group by region",
+            "derived table",
+        ),
+        (
+            f"select region, count(*) as n from {S} group by region "
+            f"union all select zone, count(*) from {Z} group by zone",
+            "not one select",
+        ),
+        (f"select region, count(*) as n from {S} group by region, qty", "does not select"),
+    ],
+)
+def test_not_planned(sql: str, reason: str) -> None:
+    found = plan(sql)
+    assert isinstance(found, str) and reason in found, found
+
+
+def test_terms_are_shared_and_counts_are_the_row_count() -> None:
+    found = plan(
+        f"select region, count(*) as n, sum(amount) as t, avg(amount) as a, count(amount) as c "
+        f"from {S} group by region"
+    )
+    assert isinstance(found, AggregatePlan)
+    kinds = sorted(t.kind for t in found.terms)
+    assert kinds == ["count", "sum"]  # sum(amount) and count(amount), once each
+    by_name = {o.name: o for o in found.outputs}
+    assert by_name["n"].terms == (COUNT,)
+    assert by_name["a"].terms == by_name["t"].terms
+    assert by_name["c"].terms == (by_name["t"].terms[1],)
+    assert found.state_columns == ["region", COUNT, *(t.name for t in found.terms)]
+
+
+def test_the_plan_is_the_query_not_its_versions() -> None:
+    query = "select region, count(*) as n from icetime.raw.sales{v} group by region"
+    pinned = plan(query.format(v=" version as of 7"))
+    latest = plan(query.format(v=""))
+    other = plan("select region, count(qty) as n from icetime.raw.sales group by region")
+    assert isinstance(pinned, AggregatePlan) and isinstance(latest, AggregatePlan)
+    assert isinstance(other, AggregatePlan)
+    assert pinned.fingerprint == latest.fingerprint != other.fingerprint

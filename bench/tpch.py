@@ -11,8 +11,8 @@ with its twin, row for row. Times are dbt's per-model execution times from run_r
 A query the change engine refuses (its construct named in the error) is reported as refused.
 
 Usage: .venv/bin/python bench/tpch.py [--sf 1] [--rounds rf1,rf2,customers,both]
-       [--queries q1,q3,...] [--seed 7] [--repeat 1]
-Writes bench/results/tpch-sf<sf>.md and .json.
+       [--queries q1,q3,...] [--seed 7] [--repeat 1] [--mor-targets]
+Writes bench/results/tpch-sf<sf>[-mor].md and .json.
 """
 
 from __future__ import annotations
@@ -44,7 +44,13 @@ MACROS = """{% macro bench_sql(statements) %}{% for s in statements %}{% do run_
 SIDES = ("table", "inc", "auto")
 
 
-def project(root: Path, queries: list[tpch.Query]) -> Path:
+MOR_TARGET = (
+    "tblproperties={'write.delete.mode': 'merge-on-read', 'write.update.mode': "
+    "'merge-on-read', 'write.merge.mode': 'merge-on-read'}"
+)
+
+
+def project(root: Path, queries: list[tpch.Query], mor_targets: bool = False) -> Path:
     shutil.rmtree(root / "models", ignore_errors=True)
     (root / "models").mkdir(parents=True)
     (root / "macros").mkdir(exist_ok=True)
@@ -70,8 +76,8 @@ def project(root: Path, queries: list[tpch.Query]) -> Path:
     for query in queries:
         models = {
             "table": "materialized='table'",
-            "inc": tpch.cdf_config(query, "incremental"),
-            "auto": tpch.cdf_config(query, "auto"),
+            "inc": tpch.cdf_config(query, "incremental", MOR_TARGET if mor_targets else ""),
+            "auto": tpch.cdf_config(query, "auto", MOR_TARGET if mor_targets else ""),
         }
         for side, config in models.items():
             path = root / "models" / f"{query.name}_{side}.sql"
@@ -163,10 +169,13 @@ def main() -> None:
     parser.add_argument("--queries", default=",".join(q.name for q in tpch.QUERIES))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="times each round kind runs")
+    parser.add_argument(
+        "--mor-targets", action="store_true", help="CDF models' tables merge-on-read"
+    )
     args = parser.parse_args()
     wanted = args.queries.split(",")
     queries = [q for q in tpch.QUERIES if q.name in wanted]
-    root = project(WORK / "project", queries)
+    root = project(WORK / "project", queries, args.mor_targets)
     dbt(root, "deps")
     started = time.monotonic()
     paths = tpch.generate(args.sf, WORK / "data" / f"sf{args.sf:g}")
@@ -181,7 +190,7 @@ def main() -> None:
             number += 1
             run_sql(root, tpch.round_sql(f"icetime.{SCHEMA}", kind, number, args.seed + number))
             results += run_round(root, queries, kind)
-    stem = f"tpch-sf{args.sf:g}"
+    stem = f"tpch-sf{args.sf:g}" + ("-mor" if args.mor_targets else "")
     (RESULTS / f"{stem}.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     report(results, args, stem)
 
@@ -193,7 +202,8 @@ def _cell(results: list[Result], query: str, round_: str, side: str) -> Result |
 
 def report(results: list[Result], args: argparse.Namespace, stem: str) -> None:
     lines = [
-        f"# TPC-H refreshes at SF {args.sf:g}",
+        f"# TPC-H refreshes at SF {args.sf:g}"
+        + (" (merge-on-read targets)" if args.mor_targets else ""),
         "",
         f"`bench/tpch.py --sf {args.sf:g}` ({time.strftime('%Y-%m-%d')}). Each row: one model "
         "in one round. rebuild = its `table` twin; inc = `cdf_refresh: incremental`; auto = "

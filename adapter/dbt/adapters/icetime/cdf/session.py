@@ -140,6 +140,7 @@ class CdfSession:
         if not inputs:
             template = errors.CDF_WITHOUT_CHANGES if by_query else errors.RECOMPUTE_WITHOUT_UPSTREAM
             raise errors.ConfigurationError(template.format(model=node_id))
+        upstreams: list[Upstream] = []
         for index, (key, item) in enumerate(sorted(inputs.items())):
             if item.is_view:
                 template = (
@@ -157,7 +158,7 @@ class CdfSession:
                         model=node_id, table=key, missing=", ".join(missing)
                     )
                 )
-            run.add(
+            upstreams.append(
                 Upstream(
                     name=key,
                     table=item.table,
@@ -166,26 +167,42 @@ class CdfSession:
                     view=view_name(node_id, f"{'changes' if by_query else 'keys'}{index}"),
                     # By query: the change rows themselves, which the affected keys read.
                     keys=() if by_query else tuple(config.recompute_keys),
-                ),
-                create_view=False,  # prepare creates them, once every upstream has chosen
+                )
             )
-        if by_query:
-            from dbt.adapters.icetime.planners.joins import analyze  # sqlglot: only here
-
-            run.query = analyze(
-                model["compiled_code"],
-                [
-                    UpstreamColumns.of(
-                        u.table, [f.name for f in u.out.fields], [f.type for f in u.out.fields]
-                    )
-                    for u in run.upstreams.values()
-                ],
-                config.unique_key,
-                node_id,
-            )
+        query = self._analyze(model, config, upstreams) if by_query else None
+        for upstream in upstreams:
+            # prepare creates the views, once every upstream has chosen
+            run.add(upstream, create_view=False)
+        if query is not None:
+            run.query = query
             if config.aggregates == AGGREGATES_DELTA:
                 self._plan_groups(run, node_id)
             run.choose_by_query()
+
+    def _analyze(
+        self, model: Mapping[str, Any], config: CdfConfig, upstreams: list[Upstream]
+    ) -> Any:
+        """The model's query over its upstreams (planners/joins.py), checked; each upstream is
+        then read in the columns the query reads of it only (its change rows too)."""
+        from dbt.adapters.icetime.planners.joins import analyze  # sqlglot: only here
+
+        query = analyze(
+            model["compiled_code"],
+            [
+                UpstreamColumns.of(
+                    u.table, [f.name for f in u.out.fields], [f.type for f in u.out.fields]
+                )
+                for u in upstreams
+            ],
+            config.unique_key,
+            model["unique_id"],
+        )
+        read = query.columns_read()
+        for upstream in upstreams:
+            columns = read.get(UpstreamColumns.of(upstream.table).key)
+            if columns is not None:
+                upstream.projection = columns
+        return query
 
     def _plan_groups(self, run: ChangeRun, node_id: str) -> None:
         """A grouped query's aggregates are updated from the change rows (planners/), with a

@@ -36,6 +36,8 @@ class FeedKey:
     # The ordinal of the range's first commit (1 in a history snapshot's first run, whose
     # base is ordinal 0): the staged rows carry the ordinals, so only equal ranges share them.
     first_ordinal: int = 0
+    # The columns read, in the schema's order (a model's query reads some: run.py, projection).
+    columns: tuple[str, ...] = ()
 
 
 @dataclass
@@ -70,11 +72,12 @@ class Feeds:
             change_range.to_snapshot,
             out.schema_id,
             change_range.commits[0].ordinal if change_range.commits else 0,
+            tuple(f.name for f in out.fields),
         )
         with self._lock:
             feed = self._feeds.get(key)
             if feed is None:
-                files = UpstreamFiles(self._table(table), out.schema_id)
+                files = UpstreamFiles(self._table(table), out.schema_id, key.columns)
                 feed = Feed(key, table, files, files.plan(change_range), out)
                 self._feeds[key] = feed
         return feed

@@ -127,6 +127,10 @@ class Upstream:
     # Every change row of its range, when all of them are rows this process staged (set by
     # ChangeRun._pieces; None when the server reads some: whole snapshots, a full range).
     staged: StagedRows | None = None
+    # The columns (lower case) a model's query reads of it, when not all: its change rows and
+    # its reads at a version carry only those (a planner's, JoinQuery.columns_read). Two rows
+    # equal on them are one row to the query: their changes net as one row's.
+    projection: frozenset[str] | None = None
 
     @property
     def table_sql(self) -> str:
@@ -134,7 +138,13 @@ class Upstream:
 
     @property
     def out(self) -> Schema:
-        return output_schema(self.metadata, self.to_snapshot)
+        schema = output_schema(self.metadata, self.to_snapshot)
+        if self.projection is None:
+            return schema
+        fields = tuple(f for f in schema.fields if f.name.lower() in self.projection)
+        kept = {f.field_id for f in fields}
+        ids = tuple(i for i in schema.identifier_field_ids if i in kept)
+        return replace(schema, fields=fields or schema.fields[:1], identifier_field_ids=ids)
 
     @property
     def snapshots(self) -> SnapshotReads:

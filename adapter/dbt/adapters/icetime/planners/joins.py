@@ -165,6 +165,25 @@ class JoinQuery:
                 found.append(((place[a], a_column), (place[b], b_column)))
         return found
 
+    def columns_read(self) -> dict[tuple[str, str, str], frozenset[str]]:
+        """Per upstream (by key), every column the query reads of it, lower case; an upstream
+        left out when that is not known (a ``using`` join, a read whose columns the query does
+        not name each)."""
+        found: dict[tuple[str, str, str], set[str]] = {}
+        unknown: set[tuple[str, str, str]] = set()
+        for table, occurrence in zip(upstream_tables(self._tree), self.occurrences, strict=True):
+            key = occurrence.upstream.key
+            owner = _owning_select(table)
+            if owner is None or any(j.args.get("using") for j in owner.args.get("joins") or []):
+                unknown.add(key)
+                continue
+            alias = table.alias_or_name.lower()
+            columns = found.setdefault(key, set())
+            for column in owner.find_all(exp.Column):
+                if _owning_select(column) is owner and column.table.lower() == alias:
+                    columns.add(column.name.lower())
+        return {k: frozenset(v) for k, v in found.items() if k not in unknown}
+
     @property
     def tree(self) -> exp.Query:
         """The query, qualified (every column names its relation), ``with`` queries inlined."""

@@ -31,6 +31,13 @@ touched bytes are at most the bytes of the rows the commits changed (their summa
 counts at the table's bytes a record): a small update spread over a merge-on-read table touches
 every file, and the run handles only its rows.
 
+A grouped model keeping its aggregates from deltas (``planners/aggregates.py``) merges no
+changed row into a table of the upstream's size: its incremental side is its touched files,
+read whole and netted (``GROUPED_READ_S_PER_MB``: a merge-on-read delete of random keys touches
+every file), and one join of each changed read's rows with every other upstream
+(``GROUPED_SCAN_S_PER_MB``: bounded by the changed values where they allow, which metadata
+cannot tell). Both fitted on ``bench/tpch.py`` at scale factor 1.
+
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
 side computes the same change rows from whole snapshots read by the server (both sides of
 every commit) and appends them like the incremental side, plus ``WHOLE_AGGREGATION_S``: the
@@ -50,6 +57,12 @@ FIXED_FULL_S = 0.6
 FULL_S_PER_MB = 0.020
 WHOLE_AGGREGATION_S = 0.4
 SCAN_S_PER_MB = 0.002
+# A grouped model keeping its aggregates from deltas (planners/aggregates.py), fitted on
+# bench/tpch.py at SF 1: it reads its touched files whole (a merge-on-read delete of random
+# keys touches every file) and nets them, with no merge per megabyte; each rendering joins the
+# other upstreams, bounded only where the changed values allow, and aggregates the result.
+GROUPED_READ_S_PER_MB = 0.0095
+GROUPED_SCAN_S_PER_MB = 0.009
 
 
 @dataclass(frozen=True)
@@ -84,11 +97,12 @@ class Estimate:
     rates: Rates = FILESYSTEM
     # Whole upstreams the incremental side reads too (a model kept equal to its query).
     scan_bytes: int = 0
+    scan_s_per_mb: float = SCAN_S_PER_MB
 
     @property
     def incremental_s(self) -> float:
         touched = self.rates.incremental_s_per_mb * self.touched.bytes / _MB
-        return FIXED_INCREMENTAL_S + touched + SCAN_S_PER_MB * self.scan_bytes / _MB
+        return FIXED_INCREMENTAL_S + touched + self.scan_s_per_mb * self.scan_bytes / _MB
 
     @property
     def full_s(self) -> float | None:

@@ -25,10 +25,14 @@ from dbt.adapters.icetime.changes.cost import (
     FIXED_FULL_S,
     FIXED_INCREMENTAL_S,
     FULL,
+    GROUPED_READ_S_PER_MB,
+    GROUPED_SCAN_S_PER_MB,
     INCREMENTAL,
     OBJECT_STORAGE,
+    SCAN_S_PER_MB,
     WHOLE_AGGREGATION_S,
     Estimate,
+    Rates,
 )
 from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feed, Feeds
 from dbt.adapters.icetime.changes.files import StagedRows, Touched
@@ -589,15 +593,30 @@ class ChangeRun:
         # Its incremental side handles the changed rows, not every row of the touched files: a
         # small update spread over a merge-on-read table touches all its files (their position
         # deletes), and its rows are few. The commits' record counts bound the touched bytes.
+        # A grouped run is costed by its touched files, read whole, at a read's rate, and its
+        # renderings' joins at a join's (changes/cost.py).
         touched = Touched()
         for u in self.upstreams.values():
             if u.feed is None or u.change_range is None or not _changed(u):
                 continue
             read = _touched(u, u.feed)
             rows = changed_bytes(u.metadata, u.change_range)
-            touched += read if rows is None else Touched(read.files, min(read.bytes, rows))
+            if rows is None or self.grouped:
+                touched += read
+            else:
+                touched += Touched(read.files, min(read.bytes, rows))
+        rates, scan_rate = self.estimate.rates, SCAN_S_PER_MB
+        if self.grouped:
+            rates = Rates(GROUPED_READ_S_PER_MB, rates.full_s_per_mb)
+            scan_rate = GROUPED_SCAN_S_PER_MB
         self.estimate = replace(
-            self.estimate, touched=touched, scan_bytes=scan, full_bytes=total, full_files=files
+            self.estimate,
+            touched=touched,
+            scan_bytes=scan,
+            full_bytes=total,
+            full_files=files,
+            rates=rates,
+            scan_s_per_mb=scan_rate,
         )
         if self.estimate.choice == FULL:
             self._rebuild_by_choice(self.estimate)

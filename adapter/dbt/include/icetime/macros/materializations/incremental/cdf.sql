@@ -142,17 +142,10 @@
 
 {% macro icetime_cdf_rebuild_groups() %}
   {#- A grouped model maintained from deltas (planners/grouped.py): its group state table from
-      the upstreams at the run's snapshots, then its rows from the state, in its query's types.
-      Both commits carry the new watermarks; a run stopped between them leaves the two out of
-      step, and the next run rebuilds both. -#}
+      the upstreams at the run's snapshots, then its rows from the state, in its query's types. -#}
   {%- set query_columns = adapter.icetime_query_columns(compiled_code, config.get('sql_header')) -%}
   {%- set writes = adapter.icetime_cdf_step("groups_rebuild", model, query_columns) -%}
-  {% do adapter.icetime_fault('before_write') %}
-  {% do adapter.icetime_changes_carry(model) %}
-  {% call statement('icetime_cdf_groups') %}{{ writes['state'] }}{% endcall %}
-  {% do adapter.icetime_fault('between_state_and_target') %}
-  {% do adapter.icetime_fault('during_write') %}
-  {%- call statement('main') -%}{{ create_table_as(False, this, writes['rows']) }}{%- endcall -%}
+  {%- do icetime_cdf_write_groups(writes['state'], create_table_as(False, this, writes['rows'])) -%}
 {% endmacro %}
 
 
@@ -161,12 +154,20 @@
       (cached), merged into the group state table, then their rows into the model's table. -#}
   {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
   {%- set writes = adapter.icetime_cdf_step("groups_apply", model, target_columns) -%}
+  {%- do icetime_cdf_write_groups(writes['state'], writes['target']) -%}
+{% endmacro %}
+
+
+{% macro icetime_cdf_write_groups(state_sql, target_sql) %}
+  {#- The group state's write, then the model's table's (the data commit). Both commits carry
+      the new watermarks; a run stopped between them leaves the two out of step, and the next
+      run rebuilds both. -#}
   {% do adapter.icetime_fault('before_write') %}
   {% do adapter.icetime_changes_carry(model) %}
-  {% call statement('icetime_cdf_groups') %}{{ writes['state'] }}{% endcall %}
+  {% call statement('icetime_cdf_groups') %}{{ state_sql }}{% endcall %}
   {% do adapter.icetime_fault('between_state_and_target') %}
   {% do adapter.icetime_fault('during_write') %}
-  {% call statement('main') %}{{ writes['target'] }}{% endcall %}
+  {% call statement('main') %}{{ target_sql }}{% endcall %}
 {% endmacro %}
 
 

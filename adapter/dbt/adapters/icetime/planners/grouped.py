@@ -14,14 +14,15 @@ change engine (``ChangeRun``):
   exactly the watermarks it records), then the model's table from the state (its rows, cast to
   the types of the model's query): one scan of the upstreams;
 - **an incremental run** aggregates the signed change rows through the query's joins, one
-  rendering per changed read (``JoinQuery.rendering``), adds them to the touched groups' state
-  (a cached view, read by both writes), merges the state, then the model's rows.
+  rendering per changed read (``JoinQuery.rendering``; the other reads bounded by the changed
+  values they join on), caches that delta, adds it to the touched groups' state as of the
+  snapshot the run planned from, merges the state, then the model's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -83,7 +84,6 @@ class GroupedRun:
     plan: AggregatePlan
     state: TableName
     state_metadata: TableMetadata | None
-    views: list[str] = field(default_factory=list)
 
     def check(self) -> None:
         """Make the run a rebuild unless the state table holds exactly the model's state and

@@ -129,9 +129,7 @@ class JoinBase(PackageProject):
 
         # Only orders change: a read that holds the key, so its change rows are the affected
         # keys, and their bound comes from the rows the adapter staged, with no query of its
-        # own. The model grouped by region keeps its sums from the change rows (no key bound).
-        # not_eu reads no column the update changed: its change read, of its columns only,
-        # holds no row.
+        # own. The model grouped by region keeps its sums from the change rows: no key bound.
         seen = len(log_file.read_text())
         sql(project, "update {s}.orders set amount = amount + 1 where order_id between 20 and 24")
         self.check(project)
@@ -141,7 +139,8 @@ class JoinBase(PackageProject):
             view = f"icetime_cdf__model_test_{model}__affected"
             return re.search(rf"select _icetime_low\b.*`{view}`", ran) is not None
 
-        assert not bound_query("enriched") and not bound_query("by_region")
+        assert not bound_query("enriched") and not bound_query("not_eu")
+        assert not bound_query("by_region")
         # Bounded by the changed keys, and matched by a plain equality: no affected key is null.
         delete = (
             r"delete from \S+`enriched`\.`branch_icetime_cdf_apply`.* between 20 and 24 and "

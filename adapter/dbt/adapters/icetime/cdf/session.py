@@ -170,23 +170,23 @@ class CdfSession:
                 )
             )
         query = self._analyze(model, config, upstreams) if by_query else None
+        plan = self._plan_groups(query, upstreams, config, node_id) if query is not None else None
         for upstream in upstreams:
             # prepare creates the views, once every upstream has chosen
             run.add(upstream, create_view=False)
         if query is not None:
             run.query = query
-            if config.aggregates == AGGREGATES_DELTA:
-                self._plan_groups(run, node_id)
+            if plan is not None:
+                self._check_groups(run, plan)
             run.choose_by_query()
 
     def _analyze(
         self, model: Mapping[str, Any], config: CdfConfig, upstreams: list[Upstream]
     ) -> Any:
-        """The model's query over its upstreams (planners/joins.py), checked; each upstream is
-        then read in the columns the query reads of it only (its change rows too)."""
+        """The model's query over its upstreams (planners/joins.py), checked."""
         from dbt.adapters.icetime.planners.joins import analyze  # sqlglot: only here
 
-        query = analyze(
+        return analyze(
             model["compiled_code"],
             [
                 UpstreamColumns.of(
@@ -197,23 +197,34 @@ class CdfSession:
             config.unique_key,
             model["unique_id"],
         )
+
+    def _plan_groups(
+        self, query: Any, upstreams: list[Upstream], config: CdfConfig, node_id: str
+    ) -> Any:
+        """A grouped query's aggregates are updated from the change rows (planners/), with a
+        group state table beside the model's; other queries recompute their affected keys.
+        A grouped model reads each upstream in the columns its query reads only (its change
+        rows too): it shares no read with other models, and reads no column it does not
+        aggregate."""
+        from dbt.adapters.icetime.planners.grouped import plan_query
+
+        if config.aggregates != AGGREGATES_DELTA:
+            return None
+        plan = plan_query(query)
+        if isinstance(plan, str):
+            logger.debug(f"{node_id}: its affected keys are recomputed: {plan}")
+            return None
         read = query.columns_read()
         for upstream in upstreams:
             columns = read.get(UpstreamColumns.of(upstream.table).key)
             if columns is not None:
                 upstream.projection = columns
-        return query
+        return plan
 
-    def _plan_groups(self, run: ChangeRun, node_id: str) -> None:
-        """A grouped query's aggregates are updated from the change rows (planners/), with a
-        group state table beside the model's; other queries recompute their affected keys."""
-        from dbt.adapters.icetime.planners.grouped import GroupedRun, plan_query, state_table
+    def _check_groups(self, run: ChangeRun, plan: Any) -> None:
+        """Whether the group state can be used this run (planners/grouped.py)."""
+        from dbt.adapters.icetime.planners.grouped import GroupedRun, state_table
 
-        assert run.query is not None
-        plan = plan_query(run.query)  # type: ignore[arg-type]
-        if isinstance(plan, str):
-            logger.debug(f"{node_id}: its affected keys are recomputed: {plan}")
-            return
         table = state_table(run.target)
         try:
             metadata = self.services.reader.table(table)
@@ -221,7 +232,7 @@ class CdfSession:
             metadata = None
         grouped = GroupedRun(run, run.query, plan, table, metadata)  # type: ignore[arg-type]
         grouped.check()
-        self.grouped[node_id] = grouped
+        self.grouped[run.node_id] = grouped
 
     def step(self, name: str, *arguments: Any) -> Any:
         """One step of the cdf materialization by name (the macro's ``icetime_cdf_step``)."""

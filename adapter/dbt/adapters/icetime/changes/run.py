@@ -196,7 +196,7 @@ class ChangeRun:
     target_bound: str | None = None  # a condition on the target that every affected key meets
     key_equals: str = NULL_SAFE  # how a key is matched with the affected keys (see recomputed)
     # Its aggregates are updated from the change rows, not recomputed (planners/aggregates.py):
-    # no affected keys are rendered, and the incremental side reads no upstream whole.
+    # no affected keys are rendered; a planner writes its statements (planners/grouped.py).
     grouped: bool = False
 
     def __post_init__(self) -> None:

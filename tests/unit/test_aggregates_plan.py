@@ -103,3 +103,42 @@ def test_the_plan_is_the_query_not_its_versions() -> None:
     assert isinstance(pinned, AggregatePlan) and isinstance(latest, AggregatePlan)
     assert isinstance(other, AggregatePlan)
     assert pinned.fingerprint == latest.fingerprint != other.fingerprint
+
+
+def test_the_columns_a_query_reads_of_each_upstream() -> None:
+    query = analyze(
+        f"select z.zone as region, sum(s.amount) as t from {S} s, {Z} z "
+        "where s.region = z.region and s.qty > 2 group by z.zone",
+        (SALES, ZONES),
+        ("region",),
+        "model.demo.m",
+    )
+    assert query.columns_read() == {
+        SALES.key: frozenset({"amount", "region", "qty"}),
+        ZONES.key: frozenset({"zone", "region"}),
+    }
+    # a using join's column is read on both sides (the analysis qualifies it on each)
+    using = analyze(
+        f"select zone, count(*) as n from {S} join {Z} using (region) group by zone",
+        (SALES, ZONES),
+        ("zone",),
+        "model.demo.m",
+    )
+    assert using.columns_read() == {
+        SALES.key: frozenset({"region"}),
+        ZONES.key: frozenset({"zone", "region"}),
+    }
+
+
+def test_the_equalities_that_bound_a_joined_read() -> None:
+    query = analyze(
+        f"select z.zone as region, count(*) as n from {S} s join {Z} z "
+        "on s.region = z.region where s.note = z.zone group by z.zone",
+        (SALES, ZONES),
+        ("region",),
+        "model.demo.m",
+    )
+    assert sorted(query.equalities()) == [
+        ((0, "note"), (1, "zone")),
+        ((0, "region"), (1, "region")),
+    ]

@@ -9,7 +9,7 @@ import pytest
 from dbt.adapters.icetime.changes.keyed import UpstreamColumns
 from dbt.adapters.icetime.planners.aggregates import COUNT, AggregatePlan
 from dbt.adapters.icetime.planners.grouped import plan_query
-from dbt.adapters.icetime.planners.joins import analyze
+from dbt.adapters.icetime.planners.joins import JoinQuery, analyze
 
 SALES = UpstreamColumns(
     "icetime",
@@ -22,8 +22,12 @@ ZONES = UpstreamColumns("icetime", "raw", "zones", ("region", "zone"), ("string"
 S, Z = "icetime.raw.sales", "icetime.raw.zones"
 
 
+def query(sql: str, key: tuple[str, ...] = ("region",)) -> JoinQuery:
+    return analyze(sql, (SALES, ZONES), key, "model.demo.m")
+
+
 def plan(sql: str, key: tuple[str, ...] = ("region",)) -> AggregatePlan | str:
-    return plan_query(analyze(sql, (SALES, ZONES), key, "model.demo.m"))
+    return plan_query(query(sql, key))
 
 
 @pytest.mark.parametrize(
@@ -106,23 +110,17 @@ def test_the_plan_is_the_query_not_its_versions() -> None:
 
 
 def test_the_columns_a_query_reads_of_each_upstream() -> None:
-    query = analyze(
+    read = query(
         f"select z.zone as region, sum(s.amount) as t from {S} s, {Z} z "
-        "where s.region = z.region and s.qty > 2 group by z.zone",
-        (SALES, ZONES),
-        ("region",),
-        "model.demo.m",
-    )
-    assert query.columns_read() == {
+        "where s.region = z.region and s.qty > 2 group by z.zone"
+    ).columns_read()
+    assert read == {
         SALES.key: frozenset({"amount", "region", "qty"}),
         ZONES.key: frozenset({"zone", "region"}),
     }
     # a using join's column is read on both sides (the analysis qualifies it on each)
-    using = analyze(
-        f"select zone, count(*) as n from {S} join {Z} using (region) group by zone",
-        (SALES, ZONES),
-        ("zone",),
-        "model.demo.m",
+    using = query(
+        f"select zone, count(*) as n from {S} join {Z} using (region) group by zone", ("zone",)
     )
     assert using.columns_read() == {
         SALES.key: frozenset({"region"}),
@@ -131,14 +129,11 @@ def test_the_columns_a_query_reads_of_each_upstream() -> None:
 
 
 def test_the_equalities_that_bound_a_joined_read() -> None:
-    query = analyze(
+    joined = query(
         f"select z.zone as region, count(*) as n from {S} s join {Z} z "
-        "on s.region = z.region where s.note = z.zone group by z.zone",
-        (SALES, ZONES),
-        ("region",),
-        "model.demo.m",
+        "on s.region = z.region where s.note = z.zone group by z.zone"
     )
-    assert sorted(query.equalities()) == [
+    assert sorted(joined.equalities()) == [
         ((0, "note"), (1, "zone")),
         ((0, "region"), (1, "region")),
     ]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -184,11 +185,16 @@ class GroupedRun:
         values, bounded by literals (``KeyBound``) that Iceberg prunes files by. From the rows
         this process staged (no Spark job); a read whose values are not staged is not bounded."""
         found: dict[int, list[str]] = {}
+        values: dict[str, Any] = {}  # each staged column read once
         for one, other in self.query.equalities():
             for (source, column), (target, target_column) in ((one, other), (other, one)):
                 if source != changed or target == changed:
                     continue
-                condition = _values_bound(upstream, column, quote_identifier(target_column))
+                if column not in values:
+                    values[column] = staged_column(upstream, column)
+                condition = _values_bound(
+                    upstream, values[column], column, quote_identifier(target_column)
+                )
                 if condition is not None:
                     found.setdefault(target, []).append(condition)
         return {target: " and ".join(conditions) for target, conditions in found.items()}
@@ -200,10 +206,9 @@ class GroupedRun:
         return name
 
 
-def _values_bound(upstream: Upstream, column: str, target: str) -> str | None:
-    """A condition on ``target`` that holds for every non-null value of the change rows'
-    ``column`` (a null joins nothing), or None when they are not all staged here."""
-    values = staged_column(upstream, column)
+def _values_bound(upstream: Upstream, values: Any, column: str, target: str) -> str | None:
+    """A condition on ``target`` that holds for every non-null one of ``values``, the change
+    rows' ``column`` (a null joins nothing), or None when they are not all staged here."""
     if values is None:
         return None
     import pyarrow.compute as pc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
@@ -129,3 +130,70 @@ def test_a_spread_update_is_priced_by_the_rows_it_changed_not_the_files_it_touch
         (), MappingProxyType({}), MappingProxyType({}),
     )  # fmt: skip
     assert changed_bytes(unknown, change) is None
+
+
+def _target(*snapshots: Snapshot) -> TableMetadata:
+    last = snapshots[-1].snapshot_id
+    return TableMetadata(
+        "icetime.marts.wide", "m.json", "file:/t", 2, "u", last, last, 0, (),
+        snapshots, (), MappingProxyType({}), MappingProxyType({}),
+    )  # fmt: skip
+
+
+def _run(snapshot_id: int, committed_ms: int, record: dict[str, str] | None) -> Snapshot:
+    summary = {} if record is None else dict(record)
+    return Snapshot(
+        snapshot_id, snapshot_id - 1 or None, snapshot_id, committed_ms, "m", 0, summary
+    )
+
+
+def test_each_side_is_scaled_by_the_models_last_measured_run_on_it() -> None:
+    # A rebuild estimated at 4.5 s that took 1.5 s, then an incremental run estimated at 2.0 s
+    # that took 3.0 s, then a commit by another writer (no record).
+    target = _target(
+        _run(1, 10_000, cost.cost_entry(cost.FULL, 4.5, 8_500)),
+        _run(2, 20_000, cost.cost_entry(cost.INCREMENTAL, 2.0, 17_000)),
+        _run(3, 30_000, None),
+    )
+    measured = cost.measured_runs(target)
+    assert measured[cost.FULL].factor == pytest.approx(1.5 / 4.5)
+    assert measured[cost.INCREMENTAL].factor == pytest.approx(1.5)
+    factors = {side: m.factor for side, m in measured.items()}
+    # By the rates, incremental 2.0 + 0.17 s and full 0.6 + 4.0 s: incremental.
+    plain = Estimate(Touched(1, MB), 200 * MB, 10, cost.AUTO)
+    assert plain.choice == cost.INCREMENTAL
+    scaled = Estimate(Touched(1, MB), 200 * MB, 10, cost.AUTO, factors=factors)
+    assert scaled.full_s == pytest.approx(4.6 / 3)
+    assert scaled.incremental_s == pytest.approx(2.17 * 1.5)
+    assert scaled.choice == cost.FULL
+    assert scaled.raw_s(cost.FULL) == pytest.approx(4.6)  # what the next commit records
+    assert "scaled by the model's last runs: full x0.33, incremental x1.50" in scaled.describe()
+    assert scaled.as_dict()["full_factor"] == pytest.approx(1 / 3)
+
+
+def test_the_newest_record_of_a_side_counts_and_a_bad_one_is_passed_over() -> None:
+    target = _target(
+        _run(1, 10_000, cost.cost_entry(cost.FULL, 1.0, 9_000)),
+        _run(2, 20_000, cost.cost_entry(cost.FULL, 1.0, 18_000)),
+        _run(3, 30_000, {"icetime.cdf.cost": "{not json"}),
+        _run(4, 40_000, cost.cost_entry(cost.INCREMENTAL, 1.0, 41_000)),  # clock ahead
+    )
+    measured = cost.measured_runs(target)
+    assert measured == {cost.FULL: cost.Measured(1.0, 2.0)}
+    # A measurement far off the estimate moves the next one only within the bounds.
+    assert cost.Measured(1.0, 100.0).factor == cost.FACTOR_BOUNDS[1]
+    assert cost.Measured(10.0, 0.1).factor == cost.FACTOR_BOUNDS[0]
+
+
+def test_a_keyed_run_pays_for_the_target_files_its_keys_spread_over() -> None:
+    # 40 files of 7.5 MB: one deleted key rewrites one file, thousands rewrite all of them.
+    assert cost.rewritten_bytes(300 * MB, 40, 1) == pytest.approx(7.5 * MB, rel=1e-6)
+    assert cost.rewritten_bytes(300 * MB, 40, 6_000) == pytest.approx(300 * MB, rel=1e-6)
+    assert cost.rewritten_bytes(300 * MB, 40, 0) == 0
+    assert cost.rewritten_bytes(300 * MB, 1, 3) == 300 * MB
+    cheap = Estimate(Touched(1, MB), 200 * MB, 10, cost.AUTO)
+    rewriting = Estimate(Touched(1, MB), 200 * MB, 10, cost.AUTO, rewrite_bytes=100 * MB)
+    assert (cheap.choice, rewriting.choice) == (cost.INCREMENTAL, cost.FULL)
+    assert "100.0 MB of the target rewritten" in rewriting.describe()
+    merge_on_read = replace(rewriting, rewrite_s_per_mb=cost.MOR_REWRITE_S_PER_MB)
+    assert merge_on_read.choice == cost.INCREMENTAL

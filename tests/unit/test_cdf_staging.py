@@ -8,7 +8,8 @@ from typing import Any
 
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.files import StagedRows
-from dbt.adapters.icetime.changes.run import GAP_FAIL, MERGE, ChangeRun
+from dbt.adapters.icetime.changes.modes import GAP_FAIL, MERGE
+from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.metadata import TableName
 
 OBJECT = "s3://lake/analytics/orders"

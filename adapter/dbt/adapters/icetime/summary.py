@@ -15,6 +15,8 @@ reads the keys from ``<table>.snapshots`` (SPEC §10)::
                                                   "node": "source.shop.raw.orders"}}
     icetime.fingerprint    sha256:...
     icetime.cdf.watermark  (CDF targets) the upstream snapshots the target reflects, as inputs
+    icetime.cdf.cost       (CDF targets) {"side": "incremental", "estimate_s": 2.4,
+                           "started_ms": ...}: what the run chose, its estimate, its start
     icetime.views          {"model.shop.stg_orders": "sha256:..."}: views read through
     icetime.version        the icetime that wrote it
 
@@ -50,9 +52,10 @@ INVOCATION = "icetime.invocation-id"
 INPUTS = "icetime.inputs"
 FINGERPRINT = "icetime.fingerprint"
 WATERMARK = "icetime.cdf.watermark"
+COST = "icetime.cdf.cost"
 VIEWS = "icetime.views"
 VERSION = "icetime.version"
-KEYS = (NODE, INVOCATION, INPUTS, FINGERPRINT, WATERMARK, VIEWS, VERSION)
+KEYS = (NODE, INVOCATION, INPUTS, FINGERPRINT, WATERMARK, COST, VIEWS, VERSION)
 
 
 @dataclass(frozen=True)

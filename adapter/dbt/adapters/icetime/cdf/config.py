@@ -8,7 +8,7 @@ from typing import Any
 
 from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.changes.cost import AUTO, REFRESH_CHOICES
-from dbt.adapters.icetime.changes.run import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
+from dbt.adapters.icetime.changes.modes import APPEND_MODE, GAP_CHOICES, GAP_FAIL, MERGE, RECOMPUTE
 
 CDF_MODES = (MERGE, APPEND_MODE)
 # How a grouped model kept equal to its query is maintained: its aggregates updated from the

@@ -17,10 +17,12 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.config import AGGREGATES_DELTA, CdfConfig, cdf_config
 from dbt.adapters.icetime.changes.keyed import UpstreamColumns
 from dbt.adapters.icetime.changes.keys import key_bounds
+from dbt.adapters.icetime.changes.modes import MERGE, RECOMPUTE
 from dbt.adapters.icetime.changes.reads import output_schema
-from dbt.adapters.icetime.changes.run import MERGE, RECOMPUTE, ChangeRun, Upstream, view_name
+from dbt.adapters.icetime.changes.run import ChangeRun, view_name
 from dbt.adapters.icetime.changes.runs import ChangeRuns
 from dbt.adapters.icetime.changes.signed import placeholder_sql
+from dbt.adapters.icetime.changes.upstream import Upstream
 from dbt.adapters.icetime.graph import RunInputs
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.services import compiling_only, empty_run

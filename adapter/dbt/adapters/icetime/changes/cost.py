@@ -38,6 +38,24 @@ every file), and one join of each changed read's rows with every other upstream
 (``GROUPED_SCAN_S_PER_MB``: bounded by the changed values where they allow, which metadata
 cannot tell). Both fitted on ``bench/tpch.py`` at scale factor 1.
 
+A model that deletes or replaces rows of its target by key (a merge, a recompute) also rewrites
+the target's files that hold one of those keys: with copy-on-write, every such file whole
+(``REWRITE_S_PER_MB`` of the target's bytes, fitted on the wide join of ``bench/tpch.py``:
+an RF2 that deletes 1,500 random orders rewrote its 300 MB target, 9 s over RF1's run). Which
+files that is, metadata cannot tell before the change rows are read; ``rewritten_bytes``
+takes the changed records as spread at random over the target's files, so a few thousand
+deletes rewrite every file and one delete one file. A merge-on-read target writes delete files
+instead, and reads only the key columns of those files (``MOR_REWRITE_S_PER_MB``).
+
+**Each model's own measurements.** Rates fitted on one workload miss another's by a factor:
+a rebuild of TPC-H's Q1 computes eight decimal aggregates over 6 M rows in 4 s, Q3 reads as
+many bytes in 1.5 s. So each run records, in the summary of its data commit, which side it
+ran, that side's estimate from these rates, and when it started (``icetime.cdf.cost``); the
+commit's own timestamp ends it. The next run scales each side's estimate by the ratio of
+measured to estimated seconds of the model's last run on that side (``Measured``, bounded by
+``FACTOR_BOUNDS``): a model whose rebuilds ran in a third of their estimate has its full side
+estimated at a third. A model with no run on a side yet keeps the rates' estimate there.
+
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
 side computes the same change rows from whole snapshots read by the server (both sides of
 every commit) and appends them like the incremental side, plus ``WHOLE_AGGREGATION_S``: the
@@ -47,9 +65,14 @@ not need). ``auto`` picks it when the touched files are most of the table's byte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from dbt.adapters.icetime import summary
 from dbt.adapters.icetime.changes.files import Touched
+from dbt.adapters.icetime.metadata.model import TableMetadata
 
 FIXED_INCREMENTAL_S = 2.0
 INCREMENTAL_S_PER_MB = 0.17
@@ -63,6 +86,16 @@ SCAN_S_PER_MB = 0.002
 # other upstreams, bounded only where the changed values allow, and aggregates the result.
 GROUPED_READ_S_PER_MB = 0.0095
 GROUPED_SCAN_S_PER_MB = 0.009
+# Rewriting the target's files a keyed run deletes from (copy-on-write), per MB rewritten, and
+# the delete files a merge-on-read target writes instead (its key columns read).
+REWRITE_S_PER_MB = 0.03
+MOR_REWRITE_S_PER_MB = 0.012
+# A model's measured seconds over its estimate, as applied to its next estimate: within these
+# (a clock step between the client and the server, or a run that waited on a busy machine,
+# moves one measurement only so far).
+FACTOR_BOUNDS = (0.2, 5.0)
+# How many of the target's latest commits are searched for its last measured runs.
+MEASURED_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -98,17 +131,39 @@ class Estimate:
     # Whole upstreams the incremental side reads too (a model kept equal to its query).
     scan_bytes: int = 0
     scan_s_per_mb: float = SCAN_S_PER_MB
+    # The target's bytes a keyed run rewrites (or, merge-on-read, deletes from).
+    rewrite_bytes: int = 0
+    rewrite_s_per_mb: float = REWRITE_S_PER_MB
+    # Per side, the model's last measured seconds over its estimate (``Measured.factor``).
+    factors: Mapping[str, float] = field(default_factory=dict)
 
     @property
-    def incremental_s(self) -> float:
+    def raw_incremental_s(self) -> float:
+        """The incremental side by the rates alone."""
         touched = self.rates.incremental_s_per_mb * self.touched.bytes / _MB
-        return FIXED_INCREMENTAL_S + touched + self.scan_s_per_mb * self.scan_bytes / _MB
+        scan = self.scan_s_per_mb * self.scan_bytes / _MB
+        rewrite = self.rewrite_s_per_mb * self.rewrite_bytes / _MB
+        return FIXED_INCREMENTAL_S + touched + scan + rewrite
 
     @property
-    def full_s(self) -> float | None:
+    def raw_full_s(self) -> float | None:
+        """The full side by the rates alone (None: the upstreams' size is unknown)."""
         if self.full_bytes is None:
             return None
         return self.full_fixed_s + self.rates.full_s_per_mb * self.full_bytes / _MB
+
+    @property
+    def incremental_s(self) -> float:
+        return self.raw_incremental_s * self.factors.get(INCREMENTAL, 1.0)
+
+    @property
+    def full_s(self) -> float | None:
+        raw = self.raw_full_s
+        return None if raw is None else raw * self.factors.get(FULL, 1.0)
+
+    def raw_s(self, side: str) -> float | None:
+        """One side's estimate by the rates alone: what a run records (``cost_entry``)."""
+        return self.raw_full_s if side == FULL else self.raw_incremental_s
 
     @property
     def choice(self) -> str:
@@ -126,9 +181,15 @@ class Estimate:
         )
         why = "cheaper" if self.setting == AUTO else f"cdf_refresh: {self.setting}"
         scan = f", {_size(self.scan_bytes)} of upstreams scanned" if self.scan_bytes else ""
+        if self.rewrite_bytes:
+            scan += f", {_size(self.rewrite_bytes)} of the target rewritten"
+        measured = ", ".join(
+            f"{side} x{factor:.2f}" for side, factor in sorted(self.factors.items())
+        )
         return (
             f"incremental ~{self.incremental_s:.1f}s ({_size(self.touched.bytes)} in "
-            f"{self.touched.files} touched files{scan}), {full_text}: {self.choice} ({why})"
+            f"{self.touched.files} touched files{scan}), {full_text}: {self.choice} ({why}"
+            + (f"; scaled by the model's last runs: {measured})" if measured else ")")
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -142,7 +203,67 @@ class Estimate:
             "full_s": round(full, 3) if full is not None else None,
             "full_files": self.full_files,
             "full_bytes": self.full_bytes,
+            "incremental_rewrite_bytes": self.rewrite_bytes,
+            "incremental_factor": self.factors.get(INCREMENTAL),
+            "full_factor": self.factors.get(FULL),
         }
+
+
+def rewritten_bytes(target_bytes: int, target_files: int, records: int) -> int:
+    """The target's bytes in files a keyed run deletes ``records`` keys from, each key taken to
+    be in a file of its own chosen at random: 1 - (1 - 1/files)^records of them."""
+    if target_files <= 0 or records <= 0 or target_bytes <= 0:
+        return 0
+    spread = 1.0 - math.exp(records * math.log1p(-1.0 / target_files)) if target_files > 1 else 1.0
+    return int(target_bytes * spread)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One past run of a model on one side: its estimate by the rates, and the seconds from
+    its start to its data commit."""
+
+    estimate_s: float
+    seconds: float
+
+    @property
+    def factor(self) -> float:
+        low, high = FACTOR_BOUNDS
+        return min(high, max(low, self.seconds / self.estimate_s))
+
+
+def cost_entry(side: str, estimate_s: float, started_ms: int) -> dict[str, str]:
+    """What a run's data commit carries of its cost: the side, its estimate, its start."""
+    record = {"side": side, "estimate_s": round(estimate_s, 3), "started_ms": started_ms}
+    return {summary.COST: json.dumps(record, sort_keys=True)}
+
+
+def measured_runs(metadata: TableMetadata) -> dict[str, Measured]:
+    """The model's last measured run on each side, from the latest commits of its target that
+    carry a cost record. A record that does not parse is passed over: it only scales an
+    estimate, which then stands as the rates give it."""
+    found: dict[str, Measured] = {}
+    for depth, snapshot in enumerate(metadata.ancestors()):
+        if depth >= MEASURED_DEPTH or len(found) == 2:
+            break
+        measured = _measured(snapshot.summary.get(summary.COST), snapshot.timestamp_ms)
+        if measured is not None and measured[0] not in found:
+            found[measured[0]] = measured[1]
+    return found
+
+
+def _measured(text: str | None, committed_ms: int) -> tuple[str, Measured] | None:
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+        side, estimate = str(record["side"]), float(record["estimate_s"])
+        seconds = (committed_ms - int(record["started_ms"])) / 1000
+    except (ValueError, KeyError, TypeError):
+        return None
+    if side not in (FULL, INCREMENTAL) or estimate <= 0 or seconds <= 0:
+        return None
+    return side, Measured(estimate, seconds)
 
 
 def _size(count: int | None) -> str:

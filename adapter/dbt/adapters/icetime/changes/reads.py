@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dbt.adapters.icetime.changes.files import StagedRows
-from dbt.adapters.icetime.changes.plan import COMPACTION, ChangeRange, Commit
+from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION, ChangeRange, Commit
 from dbt.adapters.icetime.changes.signed import ORD, SIGN, Signed, signed_read
 from dbt.adapters.icetime.locations import hadoop_path
 from dbt.adapters.icetime.metadata.model import (
@@ -156,6 +156,19 @@ def changed_bytes(metadata: TableMetadata, change_range: ChangeRange) -> int | N
             return None
         changed += snapshot.count(*CHANGED_RECORDS)
     return int(changed * int(size) / int(records))
+
+
+def changed_records(metadata: TableMetadata, change_range: ChangeRange, appends: bool) -> int:
+    """The records a range's commits added and removed (their summaries), those of commits
+    that only added rows left out unless ``appends``; a commit with no summary counts none."""
+    counted = 0
+    for commit in change_range.commits:
+        if commit.kind == COMPACTION or (commit.kind == APPEND and not appends):
+            continue
+        snapshot = metadata.snapshot(commit.snapshot_id)
+        if snapshot is not None and snapshot.summary:
+            counted += snapshot.count(*CHANGED_RECORDS)
+    return counted
 
 
 def table_bytes(metadata: TableMetadata, snapshot_id: int | None) -> int | None:

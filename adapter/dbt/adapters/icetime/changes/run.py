@@ -14,27 +14,26 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, system
-from dbt.adapters.icetime.changes.cost import (
-    FILESYSTEM,
-    FIXED_FULL_S,
-    FIXED_INCREMENTAL_S,
-    FULL,
-    GROUPED_READ_S_PER_MB,
-    GROUPED_SCAN_S_PER_MB,
-    INCREMENTAL,
-    OBJECT_STORAGE,
-    SCAN_S_PER_MB,
-    WHOLE_AGGREGATION_S,
-    Estimate,
-    Rates,
+from dbt.adapters.icetime.changes.choice import (
+    first_estimate,
+    query_estimate,
+    rewrite_estimate,
+    upstream_estimate,
 )
-from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feed, Feeds
+from dbt.adapters.icetime.changes.cost import (
+    FULL,
+    INCREMENTAL,
+    Estimate,
+    cost_entry,
+    measured_runs,
+)
+from dbt.adapters.icetime.changes.feeds import STAGING_DIRECTORY, Feeds
 from dbt.adapters.icetime.changes.files import StagedRows, Touched
 from dbt.adapters.icetime.changes.keyed import (
     KEYS_ALIAS,
@@ -42,7 +41,6 @@ from dbt.adapters.icetime.changes.keyed import (
     PLAIN,
     KeyedQuery,
     Read,
-    UpstreamColumns,
     duplicate_key_sql,
     recomputed_sql,
 )
@@ -53,10 +51,15 @@ from dbt.adapters.icetime.changes.keys import (
     arrow_key_bound,
     few_key_bound,
 )
+from dbt.adapters.icetime.changes.modes import (
+    GAP_FAIL,
+    MERGE,
+    PER_COMMIT,
+    RECOMPUTE,
+    VERSIONS,
+)
 from dbt.adapters.icetime.changes.plan import (
-    COMPACTION,
     ChangeRange,
-    Commit,
     HistoryGap,
     Watermark,
     full_range,
@@ -65,13 +68,9 @@ from dbt.adapters.icetime.changes.plan import (
     versions_range,
 )
 from dbt.adapters.icetime.changes.reads import (
-    SnapshotReads,
-    changed_bytes,
-    output_schema,
     snapshot_read,
     staged_read,
     staged_relation,
-    table_bytes,
 )
 from dbt.adapters.icetime.changes.signed import (
     Signed,
@@ -81,13 +80,19 @@ from dbt.adapters.icetime.changes.signed import (
     signed_read,
 )
 from dbt.adapters.icetime.changes.state import CdfState, load_state
+from dbt.adapters.icetime.changes.upstream import (
+    Upstream,
+    UpstreamKey,
+    changed,
+    read_at,
+    staged_column,
+    upstream_key,
+    watermark_of,
+)
 from dbt.adapters.icetime.locations import in_object_storage
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.features import ICEBERG, CatalogFeatures
 from dbt.adapters.icetime.metadata.model import (
-    TOTAL_DATA_FILES,
-    TOTAL_DELETE_FILES,
-    Schema,
     TableMetadata,
 )
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
@@ -101,59 +106,6 @@ TARGET_ALIAS = "DBT_INTERNAL_DEST"
 # The most ranges and listed values of affected keys that bound a scan (ChangeRun._key_bound).
 BOUND_RANGES = 16
 BOUND_VALUES = 200
-MERGE = "merge"
-APPEND_MODE = "append"
-RECOMPUTE = "recompute"
-# An SCD snapshot (strategy iceberg_history): every commit's changes, each commit apart (each a
-# version), and on a first run every commit since a base snapshot rather than the rows at the pin.
-VERSIONS = "versions"
-PER_COMMIT = (APPEND_MODE, VERSIONS)
-GAP_FAIL = "fail"
-GAP_FULL_REFRESH = "full_refresh"
-GAP_CHOICES = (GAP_FAIL, GAP_FULL_REFRESH)
-UpstreamKey = tuple[str, str, str]  # catalog, schema, table: how a query names an upstream
-
-
-@dataclass
-class Upstream:
-    name: str  # fully qualified, as recorded in the state
-    table: TableName
-    metadata: TableMetadata
-    to_snapshot: int | None
-    view: str
-    keys: Sequence[str] = ()  # columns to project for cdf_recompute_keys
-    change_range: ChangeRange | None = None
-    feed: Feed | None = None  # the touched files of an incremental range
-    whole: bool = False  # read as whole snapshots (a change log's full side)
-    view_created: bool = False
-    # A history's base: the snapshot whose rows are read whole as ordinal 0.
-    base: Commit | None = None
-    # Every change row of its range, when all of them are rows this process staged (set by
-    # ChangeRun._pieces; None when the server reads some: whole snapshots, a full range).
-    staged: StagedRows | None = None
-    # The columns (lower case) a model's query reads of it, when not all: its change rows and
-    # its reads at a version carry only those (a planner's, JoinQuery.columns_read). Two rows
-    # equal on them are one row to the query: their changes net as one row's.
-    projection: frozenset[str] | None = None
-
-    @property
-    def table_sql(self) -> str:
-        return self.table.sql()
-
-    @property
-    def out(self) -> Schema:
-        schema = output_schema(self.metadata, self.to_snapshot)
-        if self.projection is None:
-            return schema
-        fields = tuple(f for f in schema.fields if f.name.lower() in self.projection)
-        kept = {f.field_id for f in fields}
-        ids = tuple(i for i in schema.identifier_field_ids if i in kept)
-        return replace(schema, fields=fields or schema.fields[:1], identifier_field_ids=ids)
-
-    @property
-    def snapshots(self) -> SnapshotReads:
-        """Its commits read as whole snapshots by the server."""
-        return SnapshotReads(self.table_sql, self.metadata, self.out)
 
 
 @dataclass
@@ -198,6 +150,8 @@ class ChangeRun:
     # Its aggregates are updated from the change rows, not recomputed (planners/aggregates.py):
     # no affected keys are rendered; a planner writes its statements (planners/grouped.py).
     grouped: bool = False
+    # When the run began (epoch ms): its data commit's timestamp ends it (cost_entries).
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def __post_init__(self) -> None:
         self.state = (
@@ -212,6 +166,12 @@ class ChangeRun:
         elif self.state is None and self.mode != VERSIONS:
             # A snapshot table without a watermark is continued (see _versions_range).
             self.full_reason = f"no watermark is recorded on {self.target}"
+        # Per side, the model's last run's measured seconds over its estimate (cost.py).
+        self.measured_factors = (
+            {side: m.factor for side, m in measured_runs(self.target_metadata).items()}
+            if self.target_metadata is not None
+            else {}
+        )
 
     @property
     def full(self) -> bool:
@@ -256,7 +216,7 @@ class ChangeRun:
         pending = [u for u in self.upstreams.values() if not u.view_created]
         if self.mode == RECOMPUTE and not self.full:
             for upstream in pending:
-                if self.query is None or _changed(upstream):
+                if self.query is None or changed(upstream):
                     self._render(upstream)
             if self.query is not None and not self.grouped:
                 self._render_affected_keys(self.query)
@@ -272,11 +232,11 @@ class ChangeRun:
         """A view of the keys each changed upstream's changes can touch, per place the query
         reads it: the query with that read replaced by the change rows, the reads before it at
         the new snapshots and those after it at the watermarks (planners/joins.py)."""
-        by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
+        by_key = {upstream_key(u.table): u for u in self.upstreams.values()}
         new, old = self.version_reads()
         for occurrence in query.occurrences:
             upstream = by_key[occurrence.upstream.key]
-            if not _changed(upstream):
+            if not changed(upstream):
                 continue
             columns = ", ".join(quote_identifier(f.name) for f in upstream.out.fields)
             changes = Read(f"select {columns} from {quote_identifier(upstream.view)}")
@@ -301,14 +261,14 @@ class ChangeRun:
     def version_reads(self) -> tuple[dict[UpstreamKey, Read], dict[UpstreamKey, Read]]:
         """Each upstream's rows at the run's new snapshot and at its watermark, by its key
         (catalog, schema, table): the fixed versions of the delta rule's renderings."""
-        by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
-        new = {key: Read(_read_at(u, u.to_snapshot)) for key, u in by_key.items()}
-        old = {key: Read(_read_at(u, _watermark(u))) for key, u in by_key.items()}
+        by_key = {upstream_key(u.table): u for u in self.upstreams.values()}
+        new = {key: Read(read_at(u, u.to_snapshot)) for key, u in by_key.items()}
+        old = {key: Read(read_at(u, watermark_of(u))) for key, u in by_key.items()}
         return new, old
 
     def changed_upstreams(self) -> dict[UpstreamKey, Upstream]:
         """The upstreams whose range changed a row, by key."""
-        return {_upstream_key(u.table): u for u in self.upstreams.values() if _changed(u)}
+        return {upstream_key(u.table): u for u in self.upstreams.values() if changed(u)}
 
     def rebuild(self, reason: str) -> None:
         """Make the run a rebuild, for ``reason`` (a planner's: its state cannot be used)."""
@@ -433,11 +393,11 @@ class ChangeRun:
         assert self.query is not None
         import pyarrow as pa
 
-        by_key = {_upstream_key(u.table): u for u in self.upstreams.values()}
+        by_key = {upstream_key(u.table): u for u in self.upstreams.values()}
         columns: dict[tuple[str, str], Any] = {}  # a table read twice on one column: once
         for occurrence in self.query.occurrences:
             upstream = by_key[occurrence.upstream.key]
-            if not _changed(upstream):
+            if not changed(upstream):
                 continue
             source = self.query.key_sources.get(occurrence.index)
             if source is None:
@@ -524,36 +484,14 @@ class ChangeRun:
             return
         assert change_range.to_snapshot is not None
         started = time.perf_counter()
-        feed = self.feeds.plan(upstream.table, change_range, upstream.out)
+        upstream.feed = self.feeds.plan(upstream.table, change_range, upstream.out)
         self.plan_s += time.perf_counter() - started
-        upstream.feed = feed
-        whole = upstream.snapshots
-        touched = _touched(upstream, feed)
-        full_files: int | None
-        if self.mode in PER_COMMIT:
-            full_bytes = whole.bytes(change_range.commits)
-            full_files = 2 * len([c for c in change_range.commits if c.kind != COMPACTION])
-        else:
-            full_bytes = table_bytes(upstream.metadata, change_range.to_snapshot)
-            full_files = _file_count(upstream.metadata, change_range.to_snapshot)
-        previous = self.estimate
-        if previous is not None:
-            touched += previous.touched
-            full_bytes = (
-                None
-                if full_bytes is None or previous.full_bytes is None
-                else full_bytes + previous.full_bytes
-            )
-            full_files = (full_files or 0) + (previous.full_files or 0)
-        fixed = (
-            FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if self.mode in PER_COMMIT else FIXED_FULL_S
+        estimate = upstream_estimate(
+            self.estimate, upstream, self.mode, self.refresh, self.measured_factors
         )
-        # Object storage when any upstream is in it (its reads dominate the side's time).
-        object_storage = in_object_storage(upstream.metadata.location) or (
-            previous is not None and previous.rates == OBJECT_STORAGE
+        self.estimate = rewrite_estimate(
+            estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
         )
-        rates = OBJECT_STORAGE if object_storage else FILESYSTEM
-        self.estimate = Estimate(touched, full_bytes, full_files, self.refresh, fixed, rates)
         if self.keys_from_query:
             return  # chosen once every upstream is planned (choose_by_query)
         if self.estimate.choice != FULL:
@@ -564,62 +502,33 @@ class ChangeRun:
             self._rebuild_by_choice(self.estimate)
 
     def choose_by_query(self) -> None:
-        """A model kept equal to its query chooses once every upstream is planned: its
-        incremental side also scans whole upstreams (changes/cost.py), every other upstream
-        for each changed one whose change rows do not hold the keys themselves, then every
-        upstream for the affected keys' new rows."""
+        """A model kept equal to its query chooses once every upstream is planned (its
+        incremental side also scans whole upstreams: changes/choice.py)."""
         if self.estimate is None or self.full or self.query is None:
             return
-        sizes = {
-            _upstream_key(u.table): table_bytes(u.metadata, u.to_snapshot) or 0
-            for u in self.upstreams.values()
-        }
-        total = sum(sizes.values())
-        changed = {_upstream_key(u.table) for u in self.upstreams.values() if _changed(u)}
-        if self.grouped:  # each changed read's changes join every other upstream, once
-            scan = sum(
-                total - sizes[o.upstream.key]
-                for o in self.query.occurrences
-                if o.upstream.key in changed
-            )
-        else:
-            scan = total + sum(
-                total - sizes[o.upstream.key]
-                for o in self.query.occurrences
-                if o.upstream.key in changed and o.index not in self.query.key_sources
-            )
-        # A rebuild reads every upstream, changed or not (each changed one alone was counted).
-        files = sum(_file_count(u.metadata, u.to_snapshot) or 0 for u in self.upstreams.values())
-        # Its incremental side handles the changed rows, not every row of the touched files: a
-        # small update spread over a merge-on-read table touches all its files (their position
-        # deletes), and its rows are few. The commits' record counts bound the touched bytes.
-        # A grouped run is costed by its touched files, read whole, at a read's rate, and its
-        # renderings' joins at a join's (changes/cost.py).
-        touched = Touched()
-        for u in self.upstreams.values():
-            if u.feed is None or u.change_range is None or not _changed(u):
-                continue
-            read = _touched(u, u.feed)
-            rows = changed_bytes(u.metadata, u.change_range)
-            if rows is None or self.grouped:
-                touched += read
-            else:
-                touched += Touched(read.files, min(read.bytes, rows))
-        rates, scan_rate = self.estimate.rates, SCAN_S_PER_MB
-        if self.grouped:
-            rates = Rates(GROUPED_READ_S_PER_MB, rates.full_s_per_mb)
-            scan_rate = GROUPED_SCAN_S_PER_MB
-        self.estimate = replace(
-            self.estimate,
-            touched=touched,
-            scan_bytes=scan,
-            full_bytes=total,
-            full_files=files,
-            rates=rates,
-            scan_s_per_mb=scan_rate,
+        estimate = query_estimate(self.estimate, self.upstreams.values(), self.query, self.grouped)
+        self.estimate = rewrite_estimate(
+            estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
         )
         if self.estimate.choice == FULL:
             self._rebuild_by_choice(self.estimate)
+
+    @property
+    def side(self) -> str:
+        """What the run does: rebuild (or read whole snapshots), or read the changes."""
+        return FULL if self.full or any(u.whole for u in self.upstreams.values()) else INCREMENTAL
+
+    def cost_entries(self) -> dict[str, str]:
+        """What its data commit carries of the run's cost (changes/cost.py): its side, that
+        side's estimate by the rates, and when the run started. Empty when the estimate is
+        unknown (an upstream without a size)."""
+        estimate = self.estimate
+        if estimate is None and self.full:
+            estimate = first_estimate(self.upstreams.values(), self.refresh, {})
+        seconds = estimate.raw_s(self.side) if estimate is not None else None
+        if seconds is None or seconds <= 0:
+            return {}
+        return cost_entry(self.side, seconds, self.started_ms)
 
     def recover(self) -> None:
         """After an interrupted run's data commit (``recovering``), a model that keeps keys
@@ -790,10 +699,8 @@ class ChangeRun:
 
     def response(self) -> dict[str, Any]:
         """What run_results.json reports of the run (the model's adapter_response)."""
-        whole = self.full or any(u.whole for u in self.upstreams.values())
-        refresh = FULL if whole else INCREMENTAL
         return {
-            "cdf_refresh": refresh,
+            "cdf_refresh": self.side,
             "cdf_reason": self.full_reason,
             "cdf_estimate": self.estimate.as_dict() if self.estimate is not None else None,
             "cdf_files_read": self.files_read.files,
@@ -829,63 +736,6 @@ class ChangeRun:
         views += self.key_views + self.staged_views + self.cached_views
         for view in views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
-
-
-def _touched(upstream: Upstream, feed: Feed) -> Touched:
-    """The files a change read of ``upstream`` reads: the touched ones, and the whole snapshots
-    of the commits with equality deletes."""
-    touched = feed.plan.touched
-    if feed.plan.whole:
-        touched += Touched(0, upstream.snapshots.bytes(feed.plan.whole) or 0)
-    return touched
-
-
-def _changed(upstream: Upstream) -> bool:
-    return upstream.change_range is not None and upstream.change_range.has_changes
-
-
-def staged_column(upstream: Upstream, name: str) -> Any | None:
-    """Column ``name`` of every change row of the upstream's range (both images, before
-    netting), as a pyarrow array, when all of them are rows this process staged
-    (``Upstream.staged``). None when the server reads some, or the column is not one of the
-    staged ones."""
-    staged, feed = upstream.staged, upstream.feed
-    if staged is None or feed is None:
-        return None
-    names = [f.name.lower() for f in upstream.out.fields]
-    if names.count(name.lower()) != 1:
-        return None
-    try:
-        return staged.column(feed.files.io, names.index(name.lower()))
-    except OSError as exc:  # the server's own read of the keys is as exact
-        logger.debug(f"could not read the staged keys of {upstream.name}: {exc}")
-        return None
-
-
-def _upstream_key(table: TableName) -> tuple[str, str, str]:
-    return UpstreamColumns.of(table).key
-
-
-def _watermark(upstream: Upstream) -> int | None:
-    change_range = upstream.change_range
-    return change_range.from_snapshot if change_range is not None else upstream.to_snapshot
-
-
-def _read_at(upstream: Upstream, snapshot_id: int | None) -> str:
-    """The upstream's rows at a snapshot, in the run's schema (empty when it had none)."""
-    out = upstream.out
-    if snapshot_id is None:
-        columns = ", ".join(quote_identifier(f.name) for f in out.fields)
-        return f"select {columns} from {upstream.table_sql} where false"
-    return "select * from " + snapshot_read(upstream.table_sql, upstream.metadata, snapshot_id, out)
-
-
-def _file_count(metadata: TableMetadata, snapshot_id: int | None) -> int | None:
-    snapshot = metadata.snapshot(snapshot_id) if snapshot_id is not None else None
-    if snapshot is None:
-        return None
-    counts = [snapshot.summary.get(TOTAL_DATA_FILES), snapshot.summary.get(TOTAL_DELETE_FILES)]
-    return sum(int(c) for c in counts if c is not None and c.isdigit())
 
 
 def view_name(node_id: str, suffix: str) -> str:

@@ -19,7 +19,8 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors, faults, summary
 from dbt.adapters.icetime.changes.feeds import Feeds
-from dbt.adapters.icetime.changes.run import VERSIONS, ChangeRun
+from dbt.adapters.icetime.changes.modes import VERSIONS
+from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.state import keep_state
 from dbt.adapters.icetime.column import IcetimeColumn, iceberg_columns
 from dbt.adapters.icetime.hooks import Hook
@@ -118,18 +119,20 @@ class ChangeRuns(Hook):
 
     def carry(self, model: Mapping[str, Any]) -> None:
         """Just before the run's data statement: the commit it makes carries the new
-        watermarks in its summary, one commit for the data and the state (state.py). A rebuild
-        killed before it commits leaves the old table and its old watermarks."""
+        watermarks in its summary, one commit for the data and the state (state.py), and the
+        run's cost (cost.py). A rebuild killed before it commits leaves the old table and its
+        old watermarks."""
         run = self._runs.get(model["unique_id"])
         if run is None or run.carried:
             return
-        for statement in summary.set_statements(run.new_state(None).summary_entries()):
+        entries = {**run.new_state(None).summary_entries(), **run.cost_entries()}
+        for statement in summary.set_statements(entries):
             self.services.execute(statement)
         run.carried = True
 
     def _uncarry(self, run: ChangeRun) -> None:
         if run.carried:
-            for statement in summary.reset_statements([summary.WATERMARK]):
+            for statement in summary.reset_statements([summary.WATERMARK, summary.COST]):
                 self.services.execute(statement)
 
     def target_columns(self, model: Mapping[str, Any]) -> list[IcetimeColumn] | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from dbt.adapters.icetime import args, errors
 from dbt.adapters.icetime.changes.cost import AUTO, REFRESH_CHOICES
-from dbt.adapters.icetime.changes.run import GAP_CHOICES, GAP_FAIL
+from dbt.adapters.icetime.changes.modes import GAP_CHOICES, GAP_FAIL
 from dbt.adapters.icetime.metadata.points import AtTimestamp, parse_point
 
 HARD_DELETES = ("ignore", "invalidate", "new_record")

@@ -180,6 +180,15 @@ def test_the_newest_record_of_a_side_counts_and_a_bad_one_is_passed_over() -> No
     )
     measured = cost.measured_runs(target)
     assert measured == {cost.FULL: cost.Measured(1.0, 2.0)}
+    # A rebuild starts a lineage of its own (no parent): the runs before it still count.
+    rebuilt = _target(
+        _run(1, 10_000, cost.cost_entry(cost.INCREMENTAL, 2.0, 7_000)),
+        Snapshot(2, None, 2, 20_000, "m", 0, cost.cost_entry(cost.FULL, 1.0, 19_500)),
+    )
+    assert cost.measured_runs(rebuilt) == {
+        cost.INCREMENTAL: cost.Measured(2.0, 3.0),
+        cost.FULL: cost.Measured(1.0, 0.5),
+    }
     # A measurement far off the estimate moves the next one only within the bounds.
     assert cost.Measured(1.0, 100.0).factor == cost.FACTOR_BOUNDS[1]
     assert cost.Measured(10.0, 0.1).factor == cost.FACTOR_BOUNDS[0]

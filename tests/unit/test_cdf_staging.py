@@ -1,5 +1,5 @@
 """Where a change set too large to inline is staged, and what a remote server that cannot read
-object storage gets instead (changes/run.py: ``_staging_directory``, ``_staged_view``)."""
+object storage gets instead (changes/render.py: ``staging_directory``, ``staged_view``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Any
 
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.files import StagedRows
-from dbt.adapters.icetime.changes.modes import GAP_FAIL, MERGE
-from dbt.adapters.icetime.changes.run import ChangeRun
-from dbt.adapters.icetime.metadata import TableName
+from dbt.adapters.icetime.changes.modes import MERGE
+from dbt.adapters.icetime.changes.render import ChangeSql
 
 OBJECT = "s3://lake/analytics/orders"
 STAGED = StagedRows(
@@ -38,19 +37,14 @@ class Server:
 
 def model(
     server: Server, feeds: Feeds, location: str = OBJECT, local_staging: str | None = None
-) -> ChangeRun:
-    return ChangeRun(
+) -> ChangeSql:
+    """The change rows of a model whose target is at ``location``."""
+    return ChangeSql(
         node_id="model.shop.orders_latest",
-        target=TableName("icetime", "analytics", "orders_latest"),
         mode=MERGE,
-        on_history_gap=GAP_FAIL,
-        refresh="incremental",
-        target_metadata=SimpleNamespace(  # type: ignore[arg-type]
-            location=location, properties={}, current_snapshot_id=None, ancestors=lambda: iter(())
-        ),
-        full_refresh=False,
-        execute=server.execute,
         feeds=feeds,
+        execute=server.execute,
+        target_metadata=SimpleNamespace(location=location),  # type: ignore[arg-type]
         local_staging=local_staging,
     )
 
@@ -62,11 +56,11 @@ def upstream() -> Any:
 def test_a_change_set_is_staged_where_the_server_reads_it() -> None:
     feeds = Feeds(services=None)  # type: ignore[arg-type]
     remote = model(Server(), feeds)
-    assert remote._staging_directory(upstream()) == f"{OBJECT}/icetime-changes"
+    assert remote.staging_directory(upstream()) == f"{OBJECT}/icetime-changes"
     embedded = model(Server(), feeds, local_staging="/p/.icetime/staging")
-    assert embedded._staging_directory(upstream()) == "/p/.icetime/staging/icetime-changes"
+    assert embedded.staging_directory(upstream()) == "/p/.icetime/staging/icetime-changes"
     on_disk = model(Server(), feeds, location="/p/.icetime/warehouse/analytics/orders/")
-    assert on_disk._staging_directory(upstream()) == (
+    assert on_disk.staging_directory(upstream()) == (
         "/p/.icetime/warehouse/analytics/orders/icetime-changes"
     )
 
@@ -74,7 +68,7 @@ def test_a_change_set_is_staged_where_the_server_reads_it() -> None:
 def test_a_remote_server_reads_a_staged_object_through_s3a() -> None:
     server = Server()
     run = model(server, Feeds(services=None))  # type: ignore[arg-type]
-    relation = run._staged_view(STAGED)
+    relation = run.staged_view(STAGED)
     assert relation == "icetime_cdf__model_shop_orders_latest__staged0"
     assert run.staged_views == [relation]
     (statement,) = server.statements
@@ -86,14 +80,14 @@ def test_a_remote_server_reads_a_staged_object_through_s3a() -> None:
 def test_a_server_without_s3a_is_asked_once_then_reads_whole_snapshots() -> None:
     feeds = Feeds(services=None)  # type: ignore[arg-type]
     first = Server(refuse=True)
-    assert model(first, feeds)._staged_view(STAGED) is None
+    assert model(first, feeds).staged_view(STAGED) is None
     assert len(first.statements) == 1 and feeds.server_refused_objects
     # Another model of the invocation: no second attempt, and nothing more staged there.
     second = Server(refuse=True)
     other = model(second, feeds)
-    assert other._staged_view(STAGED) is None and second.statements == []
+    assert other.staged_view(STAGED) is None and second.statements == []
     assert other.staged_views == []
-    assert other._staging_directory(upstream()) is None
+    assert other.staging_directory(upstream()) is None
     # A target on a filesystem still stages beside it.
     on_disk = model(Server(), feeds, location="/w/analytics/orders")
-    assert on_disk._staging_directory(upstream()) == "/w/analytics/orders/icetime-changes"
+    assert on_disk.staging_directory(upstream()) == "/w/analytics/orders/icetime-changes"

@@ -19,7 +19,7 @@ BEFORE_WRITE = "before_write"
 DURING_WRITE = "during_write"
 AFTER_DATA_COMMIT = "after_data_commit"
 # A model kept equal to its query: after the affected keys' rows were deleted on the target's
-# branch, before their new rows are inserted (changes/run.py, ChangeRun.replace_sql).
+# branch, before their new rows are inserted (changes/affected.py, AffectedKeys.replace_sql).
 BETWEEN_DELETE_AND_INSERT = "between_delete_and_insert"
 # A grouped model maintained from deltas: after its group state's write, before its table's
 # (planners/grouped.py).

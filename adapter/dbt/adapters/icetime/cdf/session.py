@@ -15,14 +15,15 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.cdf.config import AGGREGATES_DELTA, CdfConfig, cdf_config
+from dbt.adapters.icetime.changes.affected import AffectedKeys
 from dbt.adapters.icetime.changes.keyed import UpstreamColumns
 from dbt.adapters.icetime.changes.keys import key_bounds
 from dbt.adapters.icetime.changes.modes import MERGE, RECOMPUTE
 from dbt.adapters.icetime.changes.reads import output_schema
-from dbt.adapters.icetime.changes.run import ChangeRun, view_name
+from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.runs import ChangeRuns
 from dbt.adapters.icetime.changes.signed import placeholder_sql
-from dbt.adapters.icetime.changes.upstream import Upstream
+from dbt.adapters.icetime.changes.upstream import Upstream, view_name
 from dbt.adapters.icetime.graph import RunInputs
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.services import compiling_only, empty_run
@@ -257,14 +258,18 @@ class CdfSession:
     def recomputed(self, model: Mapping[str, Any], fresh: Any) -> dict[str, str | None]:
         """A model kept equal to its query: its affected keys' new rows, checked to be one per
         key and cached, for the write to read, and a bound on the target's keys that every
-        affected key meets (see ChangeRun.recomputed)."""
-        run = self.runs.run_of(model["unique_id"])
-        return run.recomputed(str(fresh), self.services.fetch)
+        affected key meets (see AffectedKeys.recomputed)."""
+        return self._affected(model).recomputed(str(fresh), self.services.fetch)
 
     def replace_sql(self, model: Mapping[str, Any], columns: list[str]) -> dict[str, str] | None:
         """A model kept equal to its query: the statements that replace its affected keys' rows
-        (see ChangeRun.replace_sql), or None to write them with a MERGE."""
-        return self.runs.run_of(model["unique_id"]).replace_sql(columns)
+        (see AffectedKeys.replace_sql), or None to write them with a MERGE."""
+        return self._affected(model).replace_sql(columns)
+
+    def _affected(self, model: Mapping[str, Any]) -> AffectedKeys:
+        affected = self.runs.run_of(model["unique_id"]).affected
+        assert affected is not None, "the run renders its affected keys before it writes them"
+        return affected
 
     def key_bounds(self, relation: Any, key: str) -> list[str] | None:
         """SQL literals of the least and greatest non-null ``key`` in ``relation``, or None: a

@@ -10,8 +10,13 @@ what changed, applied exactly once. It knows nothing of dbt's models; two strate
 - ``values``: staged rows as SQL (an inline ``VALUES`` table, or a file's column list);
 - ``reads``: where a commit's rows are read from (the touched files, or whole snapshots);
 - ``feeds``: one read of an upstream's changes shared by every model of the invocation;
-- ``cost``: the estimate that picks an incremental read or a rebuild (``cdf_refresh: auto``);
+- ``cost``: the rates and the estimate that pick an incremental read or a rebuild
+  (``cdf_refresh: auto``), and each model's measured runs; ``choice``: a run's estimate;
 - ``keys``: the key bounds and touched keys of a relation of change rows;
+- ``modes``: what a run does with the changes (merge, append, recompute, versions);
+- ``upstream``: one upstream of a run, its range and where its rows come from;
+- ``render``: a run's change rows as SQL (staged files, inline rows, whole snapshots);
+- ``affected``: a model kept equal to its query: its affected keys and their new rows;
 - ``run``: one run of one model, tying the above together;
 - ``runs``: the invocation's runs and the tail both strategies share (finish, response, close).
 """

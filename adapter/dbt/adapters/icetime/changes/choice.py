@@ -4,8 +4,7 @@ scaled by the model's own last runs. The rates and why they are what they are: `
 ``upstream_estimate`` adds one upstream's range to the run's estimate as it is planned;
 ``query_estimate`` redoes it for a model kept equal to its query once every upstream is
 planned (its incremental side also joins whole upstreams); ``rewrite_estimate`` adds the
-target's files a keyed run rewrites. ``first_estimate`` is the full side of a run that had no
-choice to make (a first run, ``--full-refresh``), for the record its commit carries.
+target's files a keyed run rewrites. ``run_cost`` is what a run's data commit carries of its cost.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from dbt.adapters.icetime.changes.cost import (
     FILESYSTEM,
     FIXED_FULL_S,
     FIXED_INCREMENTAL_S,
+    FULL,
     GROUPED_READ_S_PER_MB,
     GROUPED_SCAN_S_PER_MB,
     MOR_REWRITE_S_PER_MB,
@@ -26,6 +26,7 @@ from dbt.adapters.icetime.changes.cost import (
     WHOLE_AGGREGATION_S,
     Estimate,
     Rates,
+    cost_entry,
     rewritten_bytes,
 )
 from dbt.adapters.icetime.changes.files import Touched
@@ -158,11 +159,23 @@ def rewrite_estimate(
     return replace(estimate, rewrite_bytes=size, rewrite_s_per_mb=rate)
 
 
-def first_estimate(
-    upstreams: Iterable[Upstream], refresh: str, factors: Mapping[str, float]
-) -> Estimate | None:
-    """The full side of a run that rebuilt without choosing, from its upstreams' sizes at their
-    pins; None when a size is unknown."""
+def run_cost(
+    estimate: Estimate | None, side: str, upstreams: Iterable[Upstream], started_ms: int
+) -> dict[str, str]:
+    """What a run's data commit carries of its cost (``cost.py``): its side, that side's
+    estimate by the rates, and when the run started. A run that rebuilt without choosing (a
+    first run, ``--full-refresh``) is estimated here; empty when an upstream's size is unknown."""
+    if estimate is None and side == FULL:
+        estimate = _rebuild_estimate(upstreams)
+    seconds = estimate.raw_s(side) if estimate is not None else None
+    if seconds is None or seconds <= 0:
+        return {}
+    return cost_entry(side, seconds, started_ms)
+
+
+def _rebuild_estimate(upstreams: Iterable[Upstream]) -> Estimate | None:
+    """The full side of a run, from its upstreams' sizes at their pins; None when a size is
+    unknown."""
     upstreams = list(upstreams)
     total = 0
     for upstream in upstreams:
@@ -175,7 +188,7 @@ def first_estimate(
         if any(in_object_storage(u.metadata.location) for u in upstreams)
         else FILESYSTEM
     )
-    return Estimate(Touched(), total, None, refresh, rates=rates, factors=dict(factors))
+    return Estimate(Touched(), total, None, FULL, rates=rates)
 
 
 def _data_files(metadata: TableMetadata, snapshot_id: int) -> int:

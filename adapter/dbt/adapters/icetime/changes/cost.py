@@ -94,7 +94,7 @@ MOR_REWRITE_S_PER_MB = 0.012
 # (a clock step between the client and the server, or a run that waited on a busy machine,
 # moves one measurement only so far).
 FACTOR_BOUNDS = (0.2, 5.0)
-# How many of the target's latest commits are searched for its last measured runs.
+# How many of the target's latest snapshots are searched for its last measured runs.
 MEASURED_DEPTH = 64
 
 
@@ -240,15 +240,18 @@ def cost_entry(side: str, estimate_s: float, started_ms: int) -> dict[str, str]:
 
 def measured_runs(metadata: TableMetadata) -> dict[str, Measured]:
     """The model's last measured run on each side, from the latest commits of its target that
-    carry a cost record. A record that does not parse is passed over: it only scales an
+    carry a cost record: any of its retained snapshots, not only the current one's ancestors (a
+    rebuild's snapshot starts a lineage of its own, and the incremental runs before it still
+    say what that side costs). A record that does not parse is passed over: it only scales an
     estimate, which then stands as the rates give it."""
     found: dict[str, Measured] = {}
-    for depth, snapshot in enumerate(metadata.ancestors()):
-        if depth >= MEASURED_DEPTH or len(found) == 2:
-            break
+    newest = sorted(metadata.snapshots, key=lambda s: s.sequence_number, reverse=True)
+    for snapshot in newest[:MEASURED_DEPTH]:
         measured = _measured(snapshot.summary.get(summary.COST), snapshot.timestamp_ms)
         if measured is not None and measured[0] not in found:
             found[measured[0]] = measured[1]
+        if len(found) == 2:
+            break
     return found
 
 

@@ -88,7 +88,7 @@ class KeyedQuery(Protocol):
 
 
 # How a row's key is matched with the affected keys: null-safe, unless no affected key can be
-# null (ChangeRun.recomputed). Spark hashes a null-safe key as a pair (coalesce, isnull) and a
+# null (AffectedKeys.recomputed). Spark hashes a null-safe key as a pair (coalesce, isnull) and a
 # plain one-column integer key in its fast map: two semi-joins of 10 M orders with 10,000 keys
 # took 1.21 s against 1.69 s (medians of 8, bench/README.md).
 NULL_SAFE = "<=>"

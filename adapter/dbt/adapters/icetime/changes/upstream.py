@@ -3,7 +3,8 @@ change rows come from; and the facts about it that the run's parts share."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -11,7 +12,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime.changes.feeds import Feed
 from dbt.adapters.icetime.changes.files import StagedRows, Touched
-from dbt.adapters.icetime.changes.keyed import UpstreamColumns
+from dbt.adapters.icetime.changes.keyed import Read, UpstreamColumns
 from dbt.adapters.icetime.changes.plan import ChangeRange, Commit
 from dbt.adapters.icetime.changes.reads import SnapshotReads, output_schema, snapshot_read
 from dbt.adapters.icetime.metadata import TableName
@@ -26,6 +27,8 @@ from dbt.adapters.icetime.sql import quote_identifier
 logger = AdapterLogger("icetime")
 
 UpstreamKey = tuple[str, str, str]  # catalog, schema, table: how a query names an upstream
+# Each upstream's rows at the run's new snapshot and at its watermark, by its key.
+VersionReads = tuple[dict[UpstreamKey, Read], dict[UpstreamKey, Read]]
 
 
 @dataclass
@@ -43,7 +46,7 @@ class Upstream:
     # A history's base: the snapshot whose rows are read whole as ordinal 0.
     base: Commit | None = None
     # Every change row of its range, when all of them are rows this process staged (set by
-    # ChangeRun._pieces; None when the server reads some: whole snapshots, a full range).
+    # ChangeSql._pieces; None when the server reads some: whole snapshots, a full range).
     staged: StagedRows | None = None
     # The columns (lower case) a model's query reads of it, when not all: its change rows and
     # its reads at a version carry only those (a planner's, JoinQuery.columns_read). Two rows
@@ -125,3 +128,17 @@ def file_count(metadata: TableMetadata, snapshot_id: int | None) -> int | None:
         return None
     counts = [snapshot.summary.get(TOTAL_DATA_FILES), snapshot.summary.get(TOTAL_DELETE_FILES)]
     return sum(int(c) for c in counts if c is not None and c.isdigit())
+
+
+def view_name(node_id: str, suffix: str) -> str:
+    """A temporary view name unique to a model: letters, digits and underscores only."""
+    return "icetime_cdf__" + re.sub(r"[^0-9A-Za-z_]", "_", node_id) + "__" + suffix
+
+
+def version_reads(upstreams: Iterable[Upstream]) -> VersionReads:
+    """Each upstream's rows at the run's new snapshot and at its watermark, by its key
+    (catalog, schema, table): the fixed versions of the delta rule's renderings."""
+    by_key = {upstream_key(u.table): u for u in upstreams}
+    new = {key: Read(read_at(u, u.to_snapshot)) for key, u in by_key.items()}
+    old = {key: Read(read_at(u, watermark_of(u))) for key, u in by_key.items()}
+    return new, old

@@ -28,13 +28,14 @@ from typing import Any
 from sqlglot import exp
 
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.changes.affected import BOUND_RANGES, BOUND_VALUES
 from dbt.adapters.icetime.changes.keyed import Read
 from dbt.adapters.icetime.changes.keys import arrow_bounds, arrow_key_bound
 from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION
-from dbt.adapters.icetime.changes.run import BOUND_RANGES, BOUND_VALUES, ChangeRun, view_name
+from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.signed import CHANGE_TYPE, UPSERTS
 from dbt.adapters.icetime.changes.state import load_state
-from dbt.adapters.icetime.changes.upstream import Upstream, staged_column
+from dbt.adapters.icetime.changes.upstream import Upstream, staged_column, view_name
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.planners.aggregates import (
     SIGN,

@@ -21,10 +21,10 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.changes.keys import touched_keys
 from dbt.adapters.icetime.changes.modes import VERSIONS
-from dbt.adapters.icetime.changes.run import ChangeRun, view_name
+from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.runs import ChangeRuns
 from dbt.adapters.icetime.changes.signed import CHANGE_COLUMNS
-from dbt.adapters.icetime.changes.upstream import Upstream
+from dbt.adapters.icetime.changes.upstream import Upstream, view_name
 from dbt.adapters.icetime.config import is_scd_snapshot
 from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook, InputRead

@@ -105,7 +105,7 @@
 {% macro icetime_cdf_replace_keys(statements) %}
   {#- A model kept equal to its query: its affected keys' rows deleted and their new rows
       inserted on a branch of the target, then main fast-forwarded to it, one move of main
-      (ChangeRun.replace_sql says why not a MERGE). The fast-forward is the data commit. -#}
+      (AffectedKeys.replace_sql says why not a MERGE). The fast-forward is the data commit. -#}
   {% call statement('icetime_cdf_branch') %}{{ statements['branch'] }}{% endcall %}
   {% call statement('icetime_cdf_delete') %}{{ statements['delete'] }}{% endcall %}
   {% do adapter.icetime_fault('between_delete_and_insert') %}

@@ -11,8 +11,9 @@ with its twin, row for row. Times are dbt's per-model execution times from run_r
 A query the change engine refuses (its construct named in the error) is reported as refused.
 
 Usage: .venv/bin/python bench/tpch.py [--sf 1] [--rounds rf1,rf2,customers,both]
-       [--queries q1,q3,...] [--seed 7] [--repeat 1] [--mor-targets]
-Writes bench/results/tpch-sf<sf>[-mor].md and .json.
+       [--queries q1,q3,...] [--seed 7] [--repeat 1] [--mor-targets] [--refresh-orders N]
+Writes bench/results/tpch-sf<sf>[-mor][-N].md and .json. --refresh-orders N makes each round
+change about N orders (or customers) whatever the scale factor: the same refresh at SF 1 and 3.
 """
 
 from __future__ import annotations
@@ -172,6 +173,12 @@ def main() -> None:
     parser.add_argument(
         "--mor-targets", action="store_true", help="CDF models' tables merge-on-read"
     )
+    parser.add_argument(
+        "--refresh-orders",
+        type=int,
+        default=None,
+        help="orders (and customers) each round changes; default 0.1 %% (1,500 at SF 1)",
+    )
     args = parser.parse_args()
     wanted = args.queries.split(",")
     queries = [q for q in tpch.QUERIES if q.name in wanted]
@@ -204,11 +211,22 @@ def measure(root: Path, queries: list[tpch.Query], args: argparse.Namespace) -> 
     for _ in range(args.repeat):
         for kind in args.rounds.split(","):
             number += 1
-            run_sql(root, tpch.round_sql(f"icetime.{SCHEMA}", kind, number, args.seed + number))
+            statements = tpch.round_sql(
+                f"icetime.{SCHEMA}", kind, number, args.seed + number, every(args)
+            )
+            run_sql(root, statements)
             results += run_round(root, queries, kind)
     stem = f"tpch-sf{args.sf:g}" + ("-mor" if args.mor_targets else "")
+    stem += f"-{args.refresh_orders}" if args.refresh_orders is not None else ""
     (RESULTS / f"{stem}.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     report(results, args, stem)
+
+
+def every(args: argparse.Namespace) -> int:
+    """One order in how many each round changes (TPC-H has 1.5 M orders per scale factor)."""
+    if args.refresh_orders is None:
+        return 1000
+    return max(1, round(1_500_000 * args.sf / args.refresh_orders))
 
 
 def _cell(results: list[Result], query: str, round_: str, side: str) -> Result | None:

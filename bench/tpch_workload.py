@@ -71,56 +71,57 @@ def load_sql(schema: str, paths: dict[str, Path], scale_factor: float) -> list[s
     return statements
 
 
-def _sampled(column: str, seed: int) -> str:
-    """About one key in a thousand, spread over the whole key range, chosen by the seed."""
-    return f"pmod(xxhash64({column}, {seed}), 1000) = 0 and {column} < {OFFSET}"
+def _sampled(column: str, seed: int, every: int) -> str:
+    """About one key in ``every``, spread over the whole key range, chosen by the seed."""
+    return f"pmod(xxhash64({column}, {seed}), {every}) = 0 and {column} < {OFFSET}"
 
 
-def rf1(schema: str, round_: int, seed: int) -> list[str]:
+def rf1(schema: str, round_: int, seed: int, every: int) -> list[str]:
     """New orders with their lineitems: copies of sampled orders under new keys."""
     shift = OFFSET * round_
     return [
         f"insert into {schema}.lineitem select l_orderkey + {shift} as l_orderkey, "
         "l_partkey, l_suppkey, l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, "
         "l_returnflag, l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, "
-        f"l_shipmode, l_comment from {schema}.lineitem where {_sampled('l_orderkey', seed)}",
+        f"l_shipmode, l_comment from {schema}.lineitem where {_sampled('l_orderkey', seed, every)}",
         f"insert into {schema}.orders select o_orderkey + {shift} as o_orderkey, o_custkey, "
         "o_orderstatus, o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, "
-        f"o_comment from {schema}.orders where {_sampled('o_orderkey', seed)}",
+        f"o_comment from {schema}.orders where {_sampled('o_orderkey', seed, every)}",
     ]
 
 
-def rf2(schema: str, seed: int) -> list[str]:
+def rf2(schema: str, seed: int, every: int) -> list[str]:
     """Sampled orders deleted with their lineitems."""
     return [
-        f"delete from {schema}.lineitem where {_sampled('l_orderkey', seed)}",
-        f"delete from {schema}.orders where {_sampled('o_orderkey', seed)}",
+        f"delete from {schema}.lineitem where {_sampled('l_orderkey', seed, every)}",
+        f"delete from {schema}.orders where {_sampled('o_orderkey', seed, every)}",
     ]
 
 
-def customers(schema: str, seed: int) -> list[str]:
+def customers(schema: str, seed: int, every: int) -> list[str]:
     """Sampled customers change market segment and nation."""
     return [
         f"update {schema}.customer set c_nationkey = pmod(c_nationkey + 7, 25), "
         "c_mktsegment = element_at(array('AUTOMOBILE', 'BUILDING', 'FURNITURE', 'HOUSEHOLD', "
         f"'MACHINERY'), cast(pmod(xxhash64(c_custkey, {seed} + 1), 5) as int) + 1) "
-        f"where {_sampled('c_custkey', seed)}"
+        f"where {_sampled('c_custkey', seed, every)}"
     ]
 
 
 ROUNDS = ("rf1", "rf2", "customers", "both")
 
 
-def round_sql(schema: str, kind: str, round_: int, seed: int) -> list[str]:
-    """The statements of one round (``round_`` from 1: RF1's key shift)."""
+def round_sql(schema: str, kind: str, round_: int, seed: int, every: int = 1000) -> list[str]:
+    """The statements of one round (``round_`` from 1: RF1's key shift), each changing about
+    one order (or customer) in ``every``: TPC-H's 0.1 % by default."""
     if kind == "rf1":
-        return rf1(schema, round_, seed)
+        return rf1(schema, round_, seed, every)
     if kind == "rf2":
-        return rf2(schema, seed)
+        return rf2(schema, seed, every)
     if kind == "customers":
-        return customers(schema, seed)
+        return customers(schema, seed, every)
     if kind == "both":
-        return rf1(schema, round_, seed) + rf2(schema, seed + 1)
+        return rf1(schema, round_, seed, every) + rf2(schema, seed + 1, every)
     raise ValueError(f"unknown round {kind!r}: one of {', '.join(ROUNDS)}")
 
 

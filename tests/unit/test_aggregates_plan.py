@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from dbt.adapters.icetime.changes.keyed import UpstreamColumns
-from dbt.adapters.icetime.planners.aggregates import COUNT, AggregatePlan
+from dbt.adapters.icetime.planners.aggregates import COUNT, DELETED, SIGN, AggregatePlan
 from dbt.adapters.icetime.planners.grouped import plan_query
 from dbt.adapters.icetime.planners.joins import JoinQuery, analyze
 
@@ -137,3 +138,22 @@ def test_the_equalities_that_bound_a_joined_read() -> None:
         ((0, "note"), (1, "zone")),
         ((0, "region"), (1, "region")),
     ]
+
+
+def test_only_a_plan_with_extremes_marks_the_groups_that_lost_a_row() -> None:
+    kept = plan(f"select region, min(amount) as lo, max(qty) as hi, count(*) as n from {S} "
+                "group by region")  # fmt: skip
+    summed = plan(f"select region, sum(amount) as t from {S} group by region")
+    assert isinstance(kept, AggregatePlan) and isinstance(summed, AggregatePlan)
+    sign = exp.column(SIGN, quoted=True)
+    for found, marked in ((kept, True), (summed, False)):
+        assert found.insert_only == marked
+        assert (DELETED in found.delta_select(found.select, sign)) == marked
+        assert (DELETED in found.combined_sql(["select 1"])) == marked
+    # The groups that lost a row get their extremes again, and only those terms.
+    again = kept.extremes_sql(kept.select, "`delta`")
+    assert f"where `{DELETED}` > 0" in again and "left semi join" in again
+    assert [t.kind for t in kept.extremes] == ["min", "max"]
+    assert "count(" not in again.lower()
+    state = kept.new_state_sql("`delta`", "`state`", "no", extremes="`again`")
+    assert state.count(f"`{DELETED}` > 0") == 2  # the min and the max, not the count

@@ -311,9 +311,6 @@ GROUPS_OUT_OF_STEP = (
     "its group state {table} does not hold the watermarks of {target} (a run stopped between "
     "their writes, or one of them was restored or rebuilt by other means)"
 )
-GROUPS_EXTREMES_DELETED = (
-    "its changes delete rows, and a min or max of a group cannot be updated from a delete"
-)
 GROUPS_NEGATIVE = (
     "The group state {table} does not match the changes of its upstreams (a group's row count "
     "fell below 0); nothing was written to {target}. Rebuild it: dbt run --full-refresh."

@@ -84,12 +84,17 @@ def upstream_estimate(
 
 
 def query_estimate(
-    estimate: Estimate, upstreams: Iterable[Upstream], query: KeyedQuery, grouped: bool
+    estimate: Estimate,
+    upstreams: Iterable[Upstream],
+    query: KeyedQuery,
+    grouped: bool,
+    rescans: bool = False,
 ) -> Estimate:
     """A model kept equal to its query, every upstream planned: its incremental side also scans
     whole upstreams, every other upstream for each changed one whose change rows do not hold
     the keys themselves, then every upstream for the affected keys' new rows; a grouped one
-    joins each changed read's rows with every other upstream, once (``cost.py``)."""
+    joins each changed read's rows with every other upstream, once, and, when it ``rescans``
+    (a min or max of a group that lost a row), every upstream again (``cost.py``)."""
     upstreams = list(upstreams)
     sizes = {upstream_key(u.table): table_bytes(u.metadata, u.to_snapshot) or 0 for u in upstreams}
     total = sum(sizes.values())
@@ -99,7 +104,7 @@ def query_estimate(
         for o in query.occurrences
         if o.upstream.key in changed_keys and (grouped or o.index not in query.key_sources)
     )
-    scan = joined if grouped else total + joined
+    scan = joined + (total if rescans or not grouped else 0)
     # A rebuild reads every upstream, changed or not (each changed one alone was counted).
     files = sum(file_count(u.metadata, u.to_snapshot) or 0 for u in upstreams)
     # Its incremental side handles the changed rows, not every row of the touched files: a

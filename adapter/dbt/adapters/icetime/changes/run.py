@@ -103,6 +103,9 @@ class ChangeRun:
     # Its aggregates are updated from the change rows, not recomputed (planners/aggregates.py):
     # no affected keys are rendered; a planner writes its statements (planners/grouped.py).
     grouped: bool = False
+    # A grouped run that aggregates some groups again from its upstreams read whole (a min or
+    # max of a group that lost a row: planners/grouped.py).
+    rescans: bool = False
     # When the run began (epoch ms): its data commit's timestamp ends it (cost_entries).
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
@@ -271,7 +274,9 @@ class ChangeRun:
         incremental side also scans whole upstreams: changes/choice.py)."""
         if self.estimate is None or self.full or self.query is None:
             return
-        estimate = query_estimate(self.estimate, self.upstreams.values(), self.query, self.grouped)
+        estimate = query_estimate(
+            self.estimate, self.upstreams.values(), self.query, self.grouped, self.rescans
+        )
         self.estimate = rewrite_estimate(
             estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
         )

@@ -40,9 +40,12 @@ from dbt.adapters.icetime.sql import quote_identifier
 DIALECT = "spark"
 COUNT = "_icetime_n"  # every group's row count in the state table
 SIGN = "_icetime_sign"  # +1 or -1 on each change row
+# 1 on a delta's group that lost a row: its min and max are recomputed (``extremes_sql``).
+DELETED = "_icetime_deleted"
 STATE_SUFFIX = "__icetime_groups"
 DELTA_ALIAS = "icetime_delta"
 STATE_ALIAS = "icetime_state"
+EXTREMES_ALIAS = "icetime_extremes"
 
 EXACT_TYPES = ("int", "long", "decimal")
 
@@ -80,8 +83,13 @@ class AggregatePlan:
 
     @property
     def insert_only(self) -> bool:
-        """Whether a delete in the changes makes the run recompute the touched groups."""
+        """Whether its state is kept from inserted rows alone: a ``min`` or ``max`` is not
+        (a group that loses a row recomputes them: ``extremes_sql``)."""
         return any(t.kind in ("min", "max") for t in self.terms)
+
+    @property
+    def extremes(self) -> tuple[Term, ...]:
+        return tuple(t for t in self.terms if t.kind in ("min", "max"))
 
     @property
     def fingerprint(self) -> str:
@@ -114,8 +122,28 @@ class AggregatePlan:
         state = [exp.alias_(g.expression.copy(), g.name, quoted=True) for g in self.groups]
         state.append(exp.alias_(exp.Sum(this=sign.copy()), COUNT, quoted=True))
         state += [exp.alias_(_delta_term(t, sign), t.name, quoted=True) for t in self.terms]
+        if self.insert_only:
+            negative = exp.LT(this=sign.copy(), expression=exp.Literal.number(0))
+            lost = exp.Case().when(negative, exp.Literal.number(1)).else_(exp.Literal.number(0))
+            state.append(exp.alias_(exp.Max(this=lost), DELETED, quoted=True))
         select.set("expressions", state)
         return select.sql(dialect=DIALECT)
+
+    def extremes_sql(self, select: exp.Select, delta: str) -> str:
+        """The ``min`` and ``max`` terms of the groups of ``delta`` that lost a row, recomputed
+        from ``select`` (the query with its tables read at the run's new versions): a removed
+        extreme cannot be taken out of the state, so those groups are aggregated again."""
+        select = select.copy()
+        state = [exp.alias_(g.expression.copy(), g.name, quoted=True) for g in self.groups]
+        state += [exp.alias_(_full_term(t), t.name, quoted=True) for t in self.extremes]
+        select.set("expressions", state)
+        groups = ", ".join(quote_identifier(g.name) for g in self.groups) or "1"
+        lost = f"select {groups} from {delta} where {quote_identifier(DELETED)} > 0"
+        r, d = EXTREMES_ALIAS, DELTA_ALIAS
+        return (
+            f"select {r}.* from ({select.sql(dialect=DIALECT)}) as {r}\n"
+            f"left semi join ({lost}) as {d} on {self.match(r, d)}"
+        )
 
     def combined_sql(self, deltas: Sequence[str]) -> str:
         """The renderings' deltas added up per group."""
@@ -125,13 +153,16 @@ class AggregatePlan:
             combine = {"count": "sum", "sum": "sum"}.get(term.kind, term.kind)
             name = quote_identifier(term.name)
             sums.append(f"{combine}({name}) as {name}")
+        if self.insert_only:
+            sums.append(f"max({quote_identifier(DELETED)}) as {quote_identifier(DELETED)}")
         union = "\nunion all\n".join(f"({d})" for d in deltas)
         return f"select {groups}, {', '.join(sums)} from (\n{union}\n) group by {groups}"
 
-    def new_state_sql(self, delta: str, state: str, error: str) -> str:
+    def new_state_sql(self, delta: str, state: str, error: str, extremes: str | None = None) -> str:
         """Each touched group's new state: the old (``state``, a table) plus ``delta`` (a
-        relation). A count below 0 raises ``error`` in the statement."""
-        d, s = DELTA_ALIAS, STATE_ALIAS
+        relation); a ``min`` or ``max`` of a group that lost a row from ``extremes`` (the
+        relation of ``extremes_sql``). A count below 0 raises ``error`` in the statement."""
+        d, s, r = DELTA_ALIAS, STATE_ALIAS, EXTREMES_ALIAS
         count = quote_identifier(COUNT)
         columns = [f"{d}.{quote_identifier(g.name)}" for g in self.groups]
         total = f"coalesce({s}.{count}, 0) + {d}.{count}"
@@ -149,11 +180,15 @@ class AggregatePlan:
                 )
             else:
                 value = f"{'least' if term.kind == 'min' else 'greatest'}({old}, {new})"
+                if extremes is not None:
+                    lost = f"{d}.{quote_identifier(DELETED)} > 0"
+                    value = f"case when {lost} then {r}.{name} else {value} end"
             columns.append(f"{value} as {name}")
+        joined = f"left join {extremes} as {r} on {self.match(r, d)}" if extremes else ""
         return (
             f"select {', '.join(columns)} from ({delta}) as {d} "
-            f"left join {state} as {s} on {self.match(s, d)}"
-        )
+            f"left join {state} as {s} on {self.match(s, d)} {joined}"
+        ).rstrip()
 
     def match(self, left: str, right: str) -> str:
         """Null-safe equality of every group column of two relations."""

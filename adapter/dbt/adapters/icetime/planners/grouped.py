@@ -83,16 +83,16 @@ class GroupedRun:
 
     def check(self) -> None:
         """Make the run a rebuild unless the state table holds exactly the model's state and
-        plan, or the changes delete a row under a ``min`` or ``max`` (not kept from deletes)."""
+        plan. Changes that delete a row under a ``min`` or ``max`` make the run aggregate the
+        groups that lost one again: it reads the upstreams whole (``ChangeRun.rescans``)."""
         run = self.run
         run.grouped = True
         if run.full:
             return
         reason = self._out_of_step()
-        if reason is None and self.plan.insert_only and self._deletes():
-            reason = errors.GROUPS_EXTREMES_DELETED
         if reason is not None:
             run.rebuild(reason)
+        run.rescans = self.plan.insert_only and self._deletes()
 
     def _out_of_step(self) -> str | None:
         metadata, model = self.state_metadata, self.run.state
@@ -115,14 +115,19 @@ class GroupedRun:
 
     # -- a rebuild ------------------------------------------------------------------------------
 
-    def rebuild_state_sql(self) -> str:
-        """Create (or replace) the state table from the upstreams at the run's snapshots."""
+    def _at_new_versions(self) -> exp.Select:
+        """The query with every table read at the run's new snapshot."""
         new, _ = self.run.version_reads()
         tree = self.query.tree.copy()
         for table, occurrence in zip(upstream_tables(tree), self.query.occurrences, strict=True):
             read = new[occurrence.upstream.key]
             table.replace(relation(read.sql, table.alias_or_name))
         assert isinstance(tree, exp.Select)
+        return tree
+
+    def rebuild_state_sql(self) -> str:
+        """Create (or replace) the state table from the upstreams at the run's snapshots."""
+        tree = self._at_new_versions()
         plan = (
             f"{sql_literal(PLAN_PROPERTY)} = {sql_literal(self.plan.fingerprint)}, {STATE_LAYOUT}"
         )
@@ -165,8 +170,12 @@ class GroupedRun:
         assert self.state_metadata is not None
         planned = int(self.state_metadata.current_snapshot_id or 0)
         state = f"{self.state.sql()} version as of {planned}"
+        extremes = None
+        if run.rescans:  # a group lost a row under a min or max: aggregated again
+            sql = self.plan.extremes_sql(self._at_new_versions(), quote_identifier(delta))
+            extremes = quote_identifier(self._view("extremes", sql))
         groups = self._view(
-            "groups", self.plan.new_state_sql(quote_identifier(delta), state, error)
+            "groups", self.plan.new_state_sql(quote_identifier(delta), state, error, extremes)
         )
         rows = self._view("rows", self.plan.finalize_sql(quote_identifier(groups), types))
         return {

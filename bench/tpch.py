@@ -43,6 +43,10 @@ MACROS = """{% macro bench_sql(statements) %}{% for s in statements %}{% do run_
 {% do log('BENCH_COUNT=' ~ n, info=True) %}{% endmacro %}
 """
 SIDES = ("table", "inc", "auto")
+# Iceberg's default metrics reporter: one line per scan with the files it planned and skipped.
+SCAN_REPORTS = "org.apache.iceberg.metrics.LoggingMetricsReporter"
+SERVER_LOG = WORK / "catalog" / "server" / "server.log"
+_COUNTER = r"{name}=CounterResult\{{unit=\w+, value=(\d+)\}}"
 
 
 MOR_TARGET = (
@@ -64,7 +68,10 @@ def project(root: Path, queries: list[tpch.Query], mor_targets: bool = False) ->
         "schema": "marts",
         "icetime_dir": str(WORK / "catalog"),
         "threads": 1,
-        "spark_conf": {"spark.driver.memory": "6g"},
+        "spark_conf": {
+            "spark.driver.memory": "6g",
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{scan_logging()}",
+        },
     }
     (root / "profiles.yml").write_text(
         yaml.safe_dump({"bench": {"target": "dev", "outputs": {"dev": profile}}})
@@ -85,6 +92,48 @@ def project(root: Path, queries: list[tpch.Query], mor_targets: bool = False) ->
             path.write_text(tpch.model_sql(query, refs, config))
     (root / "macros" / "bench.sql").write_text(MACROS)
     return root
+
+
+def scan_logging() -> Path:
+    """icetime's log configuration for its Spark sessions, with Iceberg's scan reports at INFO:
+    the server's log then says, for each scan, how many data files it read and skipped."""
+    from dbt.adapters.icetime.spark.embedded import LOG4J_CONFIG
+
+    path = WORK / "log4j2-scans.properties"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    extra = f"\nlogger.scans.name = {SCAN_REPORTS}\nlogger.scans.level = info\n"
+    path.write_text(LOG4J_CONFIG.read_text() + extra)
+    return path
+
+
+def scans_since(offset: int) -> dict[str, dict[str, int]]:
+    """Per table, the data files the scans logged after ``offset`` of the server's log read and
+    skipped (by their manifests' statistics), and the bytes read."""
+    if not SERVER_LOG.exists():
+        return {}
+    with SERVER_LOG.open("rb") as log:
+        log.seek(offset)
+        text = log.read().decode("utf-8", "replace")
+    found: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        table = re.search(r"ScanReport\{tableName=([^,]+),", line)
+        if table is None:
+            continue
+        name = table.group(1).rsplit(".", 1)[-1]
+        counts = found.setdefault(name, {"scans": 0, "read": 0, "skipped": 0, "bytes": 0})
+        counts["scans"] += 1
+        for key, counter in (
+            ("read", "resultDataFiles"),
+            ("skipped", "skippedDataFiles"),
+            ("bytes", "totalFileSizeInBytes"),
+        ):
+            value = re.search(_COUNTER.format(name=counter), line)
+            counts[key] += int(value.group(1)) if value else 0
+    return found
+
+
+def log_size() -> int:
+    return SERVER_LOG.stat().st_size if SERVER_LOG.exists() else 0
 
 
 def dbt(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -124,7 +173,9 @@ class Result:
 
 def run_model(root: Path, query: tpch.Query, side: str, round_: str) -> Result:
     again = ["--full-refresh"] if round_ == "build" else []  # a bench run before this one
+    offset = log_size()
     done = dbt(root, "run", "--select", f"{query.name}_{side}", *again, check=False)
+    scans = scans_since(offset)
     results = json.loads((root / "target" / "run_results.json").read_text())["results"]
     if not results:
         return Result(query.name, side, round_, None, error=done.stdout[-2000:])
@@ -139,7 +190,10 @@ def run_model(root: Path, query: tpch.Query, side: str, round_: str) -> Result:
         float(result["execution_time"]),
         response.get("cdf_refresh"),
         response.get("cdf_estimate"),
-        extra={k: response[k] for k in ("cdf_bytes_read", "cdf_files_read") if k in response},
+        extra={
+            **{k: response[k] for k in ("cdf_bytes_read", "cdf_files_read") if k in response},
+            "scans": scans,
+        },
     )
 
 
@@ -254,9 +308,40 @@ def report(results: list[Result], args: argparse.Namespace, stem: str) -> None:
         for query in dict.fromkeys(r.query for r in results):
             table, inc, auto = (_cell(results, query, round_, s) for s in SIDES)
             lines.append(_row(round_, query, table, inc, auto))
+    lines += _scan_lines(results, rounds)
     text = "\n".join(lines) + "\n"
     (RESULTS / f"{stem}.md").write_text(text)
     print(text, end="")
+
+
+def _scan_lines(results: list[Result], rounds: list[str]) -> list[str]:
+    """What Iceberg's scan reports say each rebuild and incremental run read of each table:
+    data files read / skipped by their statistics (a grouped run's joined reads are bounded by
+    the changed values; a file whose key range misses them is skipped)."""
+    lines = [
+        "",
+        "Data files read / skipped by Iceberg's file statistics, per table, from the server's "
+        "scan reports (every scan of the run summed): rebuild, then incremental.",
+        "",
+        "| round | model | rebuild | incremental |",
+        "| --- | --- | --- | --- |",
+    ]
+
+    def files(r: Result | None) -> str:
+        scans = (r.extra.get("scans") if r is not None else None) or {}
+        return ", ".join(
+            f"{table} {c['read']}/{c['skipped']}" for table, c in sorted(scans.items())
+        )
+
+    for round_ in rounds:
+        for query in dict.fromkeys(r.query for r in results):
+            table, inc = (
+                _cell(results, query, round_, "table"),
+                _cell(results, query, round_, "inc"),
+            )
+            if files(table) or files(inc):
+                lines.append(f"| {round_} | {query} | {files(table)} | {files(inc)} |")
+    return lines
 
 
 def _row(

@@ -94,6 +94,11 @@ class TestAggregatesFromDeltas(PackageProject):
         out = {"sources.yml": raw_sources("sales", "zones")}
         for name, (key, query) in QUERIES.items():
             out[f"{name}.sql"] = CDF % key + query.format(sales=SALES, zones=ZONES)
+        # by_region, its side chosen by a var: a rebuild by cdf_refresh builds its table alone
+        by_var = CDF.replace(
+            "cdf_refresh='incremental'", "cdf_refresh=var('refresh', 'incremental')"
+        )
+        out["chosen.sql"] = by_var % "'region'" + QUERIES["by_region"][1].format(sales=SALES)
         return out
 
     def check(self, project: Any, after: str, only: str | None = None) -> None:
@@ -142,6 +147,28 @@ class TestAggregatesFromDeltas(PackageProject):
             ("NEW", 1)
         ]
         assert rows(project, "select count(*) from {s}.by_region where region is null") == [(0,)]
+
+    def test_a_rebuild_by_choice_builds_the_table_alone(self, project: Any) -> None:
+        def run(refresh: str) -> dict[str, Any]:
+            args = ["run", "--select", "chosen", "--vars", f"{{refresh: {refresh}}}"]
+            (result,) = run_dbt(args)
+            rebuilt = f"({QUERIES['by_region'][1].format(**TABLES)})"
+            assert_equal_sets(project, "select * from {s}.chosen", f"select * from {rebuilt}")
+            tables = {r[1] for r in sql(project, "show tables in {s}", fetch="all")}
+            return {**result.adapter_response, "state": "chosen__icetime_groups" in tables}
+
+        run("incremental")
+        sql(project, "insert into {s}.sales values (40, 'EU', 4.00, 2, 1.0, 'a')")
+        forced = run("full")  # no state written, and the stale one dropped
+        assert (forced["cdf_refresh"], forced["state"]) == ("full", False), forced
+        sql(project, "delete from {s}.sales where id = 40")
+        again = run("incremental")  # no state: both are built again
+        assert (again["cdf_refresh"], again["state"]) == ("full", True), again
+        assert "does not exist" in again["cdf_reason"], again
+        sql(project, "insert into {s}.sales values (41, 'US', 5.00, 1, 1.0, 'b')")
+        applied = run("incremental")
+        assert (applied["cdf_refresh"], applied["state"]) == ("incremental", True), applied
+        assert applied["cdf_aggregates"] == "delta", applied
 
     def test_a_group_that_loses_its_extreme_is_aggregated_again(self, project: Any) -> None:
         def run(after: str) -> dict[str, Any]:

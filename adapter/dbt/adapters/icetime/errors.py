@@ -305,7 +305,10 @@ CDF_RECOVERING_REBUILD = (
     "commit may have undone a change that run applied"
 )
 # Why a grouped model's run rebuilds its group state (planners/grouped.py): run reasons.
-GROUPS_MISSING = "its group state {table} does not exist yet"
+GROUPS_MISSING = (
+    "its group state {table} does not exist (a first run that keeps it, or the last run was a "
+    "rebuild chosen by cost, which builds the model's table alone)"
+)
 GROUPS_OTHER_PLAN = "its group state {table} was built for another query"
 GROUPS_OUT_OF_STEP = (
     "its group state {table} does not hold the watermarks of {target} (a run stopped between "

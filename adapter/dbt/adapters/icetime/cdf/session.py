@@ -179,9 +179,10 @@ class CdfSession:
             run.add(upstream, create_view=False)
         if query is not None:
             run.query = query
-            if plan is not None:
-                self._check_groups(run, plan)
+            grouped = self._grouped(run, plan) if plan is not None else None
             run.choose_by_query()
+            if grouped is not None:
+                grouped.check()
 
     def _analyze(
         self, model: Mapping[str, Any], config: CdfConfig, upstreams: list[Upstream]
@@ -224,8 +225,9 @@ class CdfSession:
                 upstream.projection = columns
         return plan
 
-    def _check_groups(self, run: ChangeRun, plan: Any) -> None:
-        """Whether the group state can be used this run (planners/grouped.py)."""
+    def _grouped(self, run: ChangeRun, plan: Any) -> Any:
+        """The grouped run of a model whose aggregates are kept from deltas
+        (planners/grouped.py): marked before the run chooses its side, checked after."""
         from dbt.adapters.icetime.planners.grouped import GroupedRun, state_table
 
         table = state_table(run.target)
@@ -234,8 +236,9 @@ class CdfSession:
         except errors.TableNotFoundError:
             metadata = None
         grouped = GroupedRun(run, run.query, plan, table, metadata)  # type: ignore[arg-type]
-        grouped.check()
+        grouped.mark()
         self.grouped[run.node_id] = grouped
+        return grouped
 
     def step(self, name: str, *arguments: Any) -> Any:
         """One step of the cdf materialization by name (the macro's ``icetime_cdf_step``)."""
@@ -246,6 +249,7 @@ class CdfSession:
             "key_bounds",
             "groups_rebuild",
             "groups_apply",
+            "groups_table",
         ):
             raise ValueError(f"no CDF step {name!r}")
         return getattr(self, name)(*arguments)
@@ -283,6 +287,12 @@ class CdfSession:
         grouped = self.grouped[model["unique_id"]]
         types = {c.name.lower(): c.dtype for c in columns}
         return {"state": grouped.rebuild_state_sql(), "rows": grouped.model_rows_sql(types)}
+
+    def groups_table(self, model: Mapping[str, Any]) -> str:
+        """The name of a grouped model's group state table, beside its table (dropped when a
+        rebuild chosen by cost builds the model's table alone)."""
+        name: str = self.grouped[model["unique_id"]].state.name
+        return name
 
     def groups_apply(self, model: Mapping[str, Any], columns: list[Any]) -> dict[str, str]:
         """A grouped model's incremental writes: its group state, then its table's touched

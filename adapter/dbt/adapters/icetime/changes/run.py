@@ -87,6 +87,8 @@ class ChangeRun:
     full_reason: str | None = None
     # The rebuild is cdf_refresh: auto's choice (cheaper than reading the changes).
     by_cost: bool = False
+    # The rebuild is cdf_refresh's: auto's choice, or the model's config (full).
+    by_choice: bool = False
     estimate: Estimate | None = None
     plan_s: float = 0.0  # seconds this model spent planning touched files (manifests)
     # A history snapshot: where its first run starts (history_start), as configured and in ms.
@@ -304,6 +306,7 @@ class ChangeRun:
     def _rebuild_by_choice(self, estimate: Estimate) -> None:
         self._rebuild(f"cdf_refresh {self.refresh}: {estimate.describe()}")
         self.by_cost = self.refresh != FULL  # auto chose it, not the model's config
+        self.by_choice = True
 
     def describe(self) -> dict[str, Any]:
         """What the materialization needs to know, as plain values for Jinja."""
@@ -319,6 +322,7 @@ class ChangeRun:
             "full": self.full,
             "reason": self.full_reason,
             "by_cost": self.by_cost,
+            "by_choice": self.by_choice,
             "mode": self.mode,
             "has_changes": self.full or based or any(r.has_changes for r in ranges),
             "moves": self.full or based or any(r.moves for r in ranges),

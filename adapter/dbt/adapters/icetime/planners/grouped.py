@@ -81,18 +81,22 @@ class GroupedRun:
     state: TableName
     state_metadata: TableMetadata | None
 
+    def mark(self) -> None:
+        """Before the run chooses its side: it keeps aggregates from deltas, and whether it
+        would aggregate some groups again (a ``min`` or ``max`` of a group that loses a row: it
+        reads the upstreams whole, ``ChangeRun.rescans``), which its estimate counts."""
+        self.run.grouped = True
+        self.run.rescans = self.plan.insert_only and self._deletes()
+
     def check(self) -> None:
-        """Make the run a rebuild unless the state table holds exactly the model's state and
-        plan. Changes that delete a row under a ``min`` or ``max`` make the run aggregate the
-        groups that lost one again: it reads the upstreams whole (``ChangeRun.rescans``)."""
-        run = self.run
-        run.grouped = True
-        if run.full:
+        """Once the run chose to read changes: make it a rebuild unless the state table holds
+        exactly the model's state and plan. A rebuild by choice needs no state (it builds the
+        model's table alone and drops the state table: cdf.sql)."""
+        if self.run.full:
             return
         reason = self._out_of_step()
         if reason is not None:
-            run.rebuild(reason)
-        run.rescans = self.plan.insert_only and self._deletes()
+            self.run.rebuild(reason)
 
     def _out_of_step(self) -> str | None:
         metadata, model = self.state_metadata, self.run.state

@@ -62,12 +62,18 @@
   {%- if existing_relation is not none and existing_relation.is_view -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
-  {%- if run.grouped -%}
+  {%- if run.grouped and not run.by_choice -%}
     {%- do icetime_cdf_rebuild_groups() -%}
     {% do persist_constraints(this, model) %}
     {{ return(none) }}
   {%- elif run.mode == 'recompute' -%}
-    {#- The model's query is the table, as a `table` model's is: no view, no describe. -#}
+    {#- The model's query is the table, as a `table` model's is: no view, no describe. A
+        grouped model rebuilt by cdf_refresh (auto found it cheaper, or full) builds its table
+        alone: its group state goes, and the next run that reads changes builds both again. -#}
+    {%- if run.grouped -%}
+      {%- set groups = adapter.icetime_cdf_step("groups_table", model) -%}
+      {% do adapter.drop_relation(this.incorporate(path={"identifier": groups}, type='table')) %}
+    {%- endif -%}
     {%- set sql = compiled_code -%}
   {%- else -%}
     {#- The upserts (merge) or every change row (append): the model's columns are checked and

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import scan_metrics
 import tpch_workload as tpch
 import yaml
 from report import RESULTS
@@ -43,10 +44,7 @@ MACROS = """{% macro bench_sql(statements) %}{% for s in statements %}{% do run_
 {% do log('BENCH_COUNT=' ~ n, info=True) %}{% endmacro %}
 """
 SIDES = ("table", "inc", "auto")
-# Iceberg's default metrics reporter: one line per scan with the files it planned and skipped.
-SCAN_REPORTS = "org.apache.iceberg.metrics.LoggingMetricsReporter"
-SERVER_LOG = WORK / "catalog" / "server" / "server.log"
-_COUNTER = r"{name}=CounterResult\{{unit=\w+, value=(\d+)\}}"
+EVENTS = scan_metrics.EventLog(WORK / "events")  # the server's Spark event log
 
 
 MOR_TARGET = (
@@ -70,7 +68,7 @@ def project(root: Path, queries: list[tpch.Query], mor_targets: bool = False) ->
         "threads": 1,
         "spark_conf": {
             "spark.driver.memory": "6g",
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{scan_logging()}",
+            **scan_metrics.conf(EVENTS.directory),
         },
     }
     (root / "profiles.yml").write_text(
@@ -92,48 +90,6 @@ def project(root: Path, queries: list[tpch.Query], mor_targets: bool = False) ->
             path.write_text(tpch.model_sql(query, refs, config))
     (root / "macros" / "bench.sql").write_text(MACROS)
     return root
-
-
-def scan_logging() -> Path:
-    """icetime's log configuration for its Spark sessions, with Iceberg's scan reports at INFO:
-    the server's log then says, for each scan, how many data files it read and skipped."""
-    from dbt.adapters.icetime.spark.embedded import LOG4J_CONFIG
-
-    path = WORK / "log4j2-scans.properties"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    extra = f"\nlogger.scans.name = {SCAN_REPORTS}\nlogger.scans.level = info\n"
-    path.write_text(LOG4J_CONFIG.read_text() + extra)
-    return path
-
-
-def scans_since(offset: int) -> dict[str, dict[str, int]]:
-    """Per table, the data files the scans logged after ``offset`` of the server's log read and
-    skipped (by their manifests' statistics), and the bytes read."""
-    if not SERVER_LOG.exists():
-        return {}
-    with SERVER_LOG.open("rb") as log:
-        log.seek(offset)
-        text = log.read().decode("utf-8", "replace")
-    found: dict[str, dict[str, int]] = {}
-    for line in text.splitlines():
-        table = re.search(r"ScanReport\{tableName=([^,]+),", line)
-        if table is None:
-            continue
-        name = table.group(1).rsplit(".", 1)[-1]
-        counts = found.setdefault(name, {"scans": 0, "read": 0, "skipped": 0, "bytes": 0})
-        counts["scans"] += 1
-        for key, counter in (
-            ("read", "resultDataFiles"),
-            ("skipped", "skippedDataFiles"),
-            ("bytes", "totalFileSizeInBytes"),
-        ):
-            value = re.search(_COUNTER.format(name=counter), line)
-            counts[key] += int(value.group(1)) if value else 0
-    return found
-
-
-def log_size() -> int:
-    return SERVER_LOG.stat().st_size if SERVER_LOG.exists() else 0
 
 
 def dbt(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -173,9 +129,9 @@ class Result:
 
 def run_model(root: Path, query: tpch.Query, side: str, round_: str) -> Result:
     again = ["--full-refresh"] if round_ == "build" else []  # a bench run before this one
-    offset = log_size()
+    EVENTS.mark()
     done = dbt(root, "run", "--select", f"{query.name}_{side}", *again, check=False)
-    scans = scans_since(offset)
+    scans = EVENTS.scans()
     results = json.loads((root / "target" / "run_results.json").read_text())["results"]
     if not results:
         return Result(query.name, side, round_, None, error=done.stdout[-2000:])
@@ -315,13 +271,14 @@ def report(results: list[Result], args: argparse.Namespace, stem: str) -> None:
 
 
 def _scan_lines(results: list[Result], rounds: list[str]) -> list[str]:
-    """What Iceberg's scan reports say each rebuild and incremental run read of each table:
-    data files read / skipped by their statistics (a grouped run's joined reads are bounded by
-    the changed values; a file whose key range misses them is skipped)."""
+    """What Spark's scan metrics say each rebuild and incremental run read of each table: data
+    files read / skipped by their statistics (a grouped run's joined reads are bounded by the
+    changed values; a file whose key range misses them is skipped)."""
     lines = [
         "",
-        "Data files read / skipped by Iceberg's file statistics, per table, from the server's "
-        "scan reports (every scan of the run summed): rebuild, then incremental.",
+        "Data files read / skipped by Iceberg's file statistics, per table, from Spark's scan "
+        "metrics in the server's event log (every scan of the run summed; bench/scan_metrics.py)"
+        ": rebuild, then incremental.",
         "",
         "| round | model | rebuild | incremental |",
         "| --- | --- | --- | --- |",

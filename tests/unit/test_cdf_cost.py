@@ -189,6 +189,15 @@ def test_the_newest_record_of_a_side_counts_and_a_bad_one_is_passed_over() -> No
         cost.INCREMENTAL: cost.Measured(2.0, 3.0),
         cost.FULL: cost.Measured(1.0, 0.5),
     }
+    assert cost.measured_factors(rebuilt) == {cost.INCREMENTAL: 1.5, cost.FULL: 0.5}
+
+
+def test_a_side_never_run_takes_the_other_sides_factor() -> None:
+    # Only rebuilds so far, at 0.4 of their estimate: the incremental side is scaled alike,
+    # or a pessimistic rate would keep it from ever being chosen, and so measured.
+    rebuilt = _target(_run(1, 10_000, cost.cost_entry(cost.FULL, 5.0, 8_000)))
+    assert cost.measured_factors(rebuilt) == {cost.FULL: 0.4, cost.INCREMENTAL: 0.4}
+    assert cost.measured_factors(_target(_run(1, 10_000, None))) == {}
     # A measurement far off the estimate moves the next one only within the bounds.
     assert cost.Measured(1.0, 100.0).factor == cost.FACTOR_BOUNDS[1]
     assert cost.Measured(10.0, 0.1).factor == cost.FACTOR_BOUNDS[0]

@@ -41,7 +41,7 @@ cannot tell). Both fitted on ``bench/tpch.py`` at scale factor 1.
 A model that deletes or replaces rows of its target by key (a merge, a recompute) also rewrites
 the target's files that hold one of those keys: with copy-on-write, every such file whole
 (``REWRITE_S_PER_MB`` of the target's bytes, fitted on the wide join of ``bench/tpch.py``:
-an RF2 that deletes 1,500 random orders rewrote its 300 MB target, 9 s over RF1's run). Which
+an RF2 that deletes 1,500 random orders rewrote its 66 MB target, 1.8 s over RF1's run). Which
 files that is, metadata cannot tell before the change rows are read; ``rewritten_bytes``
 takes the changed records as spread at random over the target's files, so a few thousand
 deletes rewrite every file and one delete one file. A merge-on-read target writes delete files
@@ -54,7 +54,11 @@ ran, that side's estimate from these rates, and when it started (``icetime.cdf.c
 commit's own timestamp ends it. The next run scales each side's estimate by the ratio of
 measured to estimated seconds of the model's last run on that side (``Measured``, bounded by
 ``FACTOR_BOUNDS``): a model whose rebuilds ran in a third of their estimate has its full side
-estimated at a third. A model with no run on a side yet keeps the rates' estimate there.
+estimated at a third. A side the model never ran takes the other side's factor: what makes a
+model's rebuild cheaper than the rates say (a machine's speed, a query that reads few of its
+columns) makes its incremental runs so too, and a side left at the rates' estimate may never
+be chosen, so never measured (at SF 3, Q3's incremental run took 1.95 s, half its rebuild, and
+``auto`` rebuilt because only the rebuild had been measured).
 
 A change log (``cdf_mode: append``) cannot be rebuilt without losing its history, so its full
 side computes the same change rows from whole snapshots read by the server (both sides of
@@ -236,6 +240,16 @@ def cost_entry(side: str, estimate_s: float, started_ms: int) -> dict[str, str]:
     """What a run's data commit carries of its cost: the side, its estimate, its start."""
     record = {"side": side, "estimate_s": round(estimate_s, 3), "started_ms": started_ms}
     return {summary.COST: json.dumps(record, sort_keys=True)}
+
+
+def measured_factors(metadata: TableMetadata) -> dict[str, float]:
+    """Per side, the factor its estimate is scaled by: the model's last run on it, or, on a
+    side it never ran, its last run on the other side."""
+    factors = {side: m.factor for side, m in measured_runs(metadata).items()}
+    for side, other in ((FULL, INCREMENTAL), (INCREMENTAL, FULL)):
+        if side not in factors and other in factors:
+            factors[side] = factors[other]
+    return factors
 
 
 def measured_runs(metadata: TableMetadata) -> dict[str, Measured]:

@@ -30,7 +30,7 @@ from dbt.adapters.icetime.changes.cost import (
     FULL,
     INCREMENTAL,
     Estimate,
-    measured_runs,
+    measured_factors,
 )
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.keyed import (
@@ -132,11 +132,9 @@ class ChangeRun:
         elif self.state is None and self.mode != VERSIONS:
             # A snapshot table without a watermark is continued (see history_range).
             self.full_reason = f"no watermark is recorded on {self.target}"
-        # Per side, the model's last run's measured seconds over its estimate (cost.py).
+        # Per side, its estimate's scale from the model's last measured runs (cost.py).
         self.measured_factors = (
-            {side: m.factor for side, m in measured_runs(self.target_metadata).items()}
-            if self.target_metadata is not None
-            else {}
+            measured_factors(self.target_metadata) if self.target_metadata is not None else {}
         )
 
     @property

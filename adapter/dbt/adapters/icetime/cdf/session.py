@@ -21,7 +21,7 @@ from dbt.adapters.icetime.changes.keys import key_bounds
 from dbt.adapters.icetime.changes.modes import MERGE, RECOMPUTE
 from dbt.adapters.icetime.changes.reads import output_schema
 from dbt.adapters.icetime.changes.run import ChangeRun
-from dbt.adapters.icetime.changes.runs import ChangeRuns
+from dbt.adapters.icetime.changes.runs import ChangeRuns, described_run
 from dbt.adapters.icetime.changes.signed import placeholder_sql
 from dbt.adapters.icetime.changes.upstream import Upstream, view_name
 from dbt.adapters.icetime.graph import RunInputs
@@ -83,7 +83,7 @@ class CdfSession:
     def prepare(
         self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
     ) -> dict[str, Any]:
-        """The run the materialization is about to make (see ChangeRun.describe)."""
+        """The run the materialization is about to make (see changes/runs.py: described_run)."""
         config = cdf_config(model, caller="incremental_strategy 'cdf'")
         if empty_run():
             # `--empty`: a missing target is rebuilt from the empty read, and no watermark is
@@ -107,7 +107,7 @@ class CdfSession:
             )
         run.recover()
         sql = run.model_sql(model["compiled_code"])  # makes the views describe() names
-        described = run.describe()
+        described = described_run(run)
         described["sql"] = sql
         if run.estimate is not None:
             logger.info(f"{run.target}: {run.estimate.describe()}")

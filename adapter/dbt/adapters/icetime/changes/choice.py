@@ -80,6 +80,7 @@ def upstream_estimate(
         previous is not None and previous.rates == OBJECT_STORAGE
     )
     rates = OBJECT_STORAGE if object_storage else FILESYSTEM
+
     return Estimate(touched, full_bytes, full_files, refresh, fixed, rates, factors=dict(factors))
 
 
@@ -188,12 +189,14 @@ def _rebuild_estimate(upstreams: Iterable[Upstream]) -> Estimate | None:
         if size is None:
             return None
         total += size
-    rates = (
-        OBJECT_STORAGE
-        if any(in_object_storage(u.metadata.location) for u in upstreams)
-        else FILESYSTEM
-    )
-    return Estimate(Touched(), total, None, FULL, rates=rates)
+    return Estimate(Touched(), total, None, FULL, rates=rates_of(upstreams))
+
+
+def rates_of(upstreams: Iterable[Upstream]) -> Rates:
+    """Object storage's rates when any upstream is in it (its reads dominate a side's time)."""
+    if any(in_object_storage(u.metadata.location) for u in upstreams):
+        return OBJECT_STORAGE
+    return FILESYSTEM
 
 
 def _data_files(metadata: TableMetadata, snapshot_id: int) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -22,6 +21,7 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.affected import AffectedKeys
 from dbt.adapters.icetime.changes.choice import (
     query_estimate,
+    rates_of,
     rewrite_estimate,
     run_cost,
     upstream_estimate,
@@ -33,6 +33,7 @@ from dbt.adapters.icetime.changes.cost import (
     measured_factors,
 )
 from dbt.adapters.icetime.changes.feeds import Feeds
+from dbt.adapters.icetime.changes.files import Touched
 from dbt.adapters.icetime.changes.keyed import (
     KeyedQuery,
 )
@@ -250,18 +251,15 @@ class ChangeRun:
         assert change_range is not None
         if (self.full and self.mode != VERSIONS) or not change_range.has_changes:
             return
-        assert change_range.to_snapshot is not None
-        started = time.perf_counter()
-        upstream.feed = self.feeds.plan(upstream.table, change_range, upstream.out)
-        self.plan_s += time.perf_counter() - started
+        if self.keys_from_query:
+            return  # planned and chosen once every upstream is added (choose_by_query)
+        self._plan_feed(upstream)
         estimate = upstream_estimate(
             self.estimate, upstream, self.mode, self.refresh, self.measured_factors
         )
         self.estimate = rewrite_estimate(
             estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
         )
-        if self.keys_from_query:
-            return  # chosen once every upstream is planned (choose_by_query)
         if self.estimate.choice != FULL:
             return
         if self.mode in PER_COMMIT:
@@ -269,19 +267,38 @@ class ChangeRun:
         else:
             self._rebuild_by_choice(self.estimate)
 
+    def _plan_feed(self, upstream: Upstream) -> None:
+        """The files its range's commits touched, from the manifests (changes/files.py)."""
+        assert upstream.change_range is not None
+        started = time.perf_counter()
+        upstream.feed = self.feeds.plan(upstream.table, upstream.change_range, upstream.out)
+        self.plan_s += time.perf_counter() - started
+
     def choose_by_query(self) -> None:
-        """A model kept equal to its query chooses once every upstream is planned (its
-        incremental side also scans whole upstreams: changes/choice.py)."""
-        if self.estimate is None or self.full or self.query is None:
+        """A model kept equal to its query chooses once every upstream is added (its
+        incremental side also scans whole upstreams: changes/choice.py). First without the
+        touched files: a rebuild cheaper than the rest of the incremental side is chosen with
+        no manifest read (the plan of a delete spread over every file reads every delete
+        file's footer). Otherwise the touched files are planned, and counted."""
+        changed_now = [u for u in self.upstreams.values() if changed(u)]
+        if self.full or self.query is None or not changed_now:
             return
-        estimate = query_estimate(
-            self.estimate, self.upstreams.values(), self.query, self.grouped, self.rescans
-        )
-        self.estimate = rewrite_estimate(
-            estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
-        )
-        if self.estimate.choice == FULL:
-            self._rebuild_by_choice(self.estimate)
+        upstreams = list(self.upstreams.values())
+        start = Estimate(
+            Touched(), None, None, self.refresh, rates=rates_of(upstreams),
+            factors=self.measured_factors,
+        )  # fmt: skip
+        for planned in (False, True):
+            if planned:
+                for upstream in changed_now:
+                    self._plan_feed(upstream)
+            estimate = query_estimate(start, upstreams, self.query, self.grouped, self.rescans)
+            self.estimate = rewrite_estimate(
+                estimate, self.target_metadata, upstreams, self.mode, self.grouped
+            )
+            if self.estimate.choice == FULL:
+                self._rebuild_by_choice(self.estimate)
+                return
 
     @property
     def side(self) -> str:
@@ -305,51 +322,6 @@ class ChangeRun:
         self._rebuild(f"cdf_refresh {self.refresh}: {estimate.describe()}")
         self.by_cost = self.refresh != FULL  # auto chose it, not the model's config
         self.by_choice = True
-
-    def describe(self) -> dict[str, Any]:
-        """What the materialization needs to know, as plain values for Jinja."""
-        ranges = [u.change_range for u in self.upstreams.values() if u.change_range is not None]
-        unchanged = [
-            f"no changes in {r.table} since snapshot {r.from_snapshot}"
-            for r in ranges
-            if not r.has_changes
-        ]
-        based = any(u.base is not None for u in self.upstreams.values())
-        return {
-            "empty": False,
-            "full": self.full,
-            "reason": self.full_reason,
-            "by_cost": self.by_cost,
-            "by_choice": self.by_choice,
-            "mode": self.mode,
-            "has_changes": self.full or based or any(r.has_changes for r in ranges),
-            "moves": self.full or based or any(r.moves for r in ranges),
-            "recovering": self.recovering,
-            "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
-            "message": "; ".join(unchanged),
-            "views": (
-                (self.affected.listed() if self.affected is not None else [])
-                if self.query is not None
-                else [u.view for u in self.upstreams.values()]
-            ),
-            "keys": list(self.query.key_columns) if self.query is not None else None,
-            "grouped": self.grouped,
-        }
-
-    def response(self) -> dict[str, Any]:
-        """What run_results.json reports of the run (the model's adapter_response)."""
-        return {
-            "cdf_refresh": self.side,
-            "cdf_reason": self.full_reason,
-            "cdf_estimate": self.estimate.as_dict() if self.estimate is not None else None,
-            "cdf_files_read": self.changes.files_read.files,
-            "cdf_bytes_read": self.changes.files_read.bytes,
-            "cdf_shared_read": self.changes.shared,
-            # A grouped model's aggregates updated from the change rows (planners/).
-            "cdf_aggregates": "delta" if self.grouped else None,
-            "cdf_plan_s": round(self.plan_s, 3),
-            "cdf_read_s": round(self.changes.read_s, 3),
-        }
 
     def new_state(self, target_snapshot_id: int | None) -> CdfState:
         upstreams = dict(self.state.upstreams) if self.state is not None and not self.full else {}

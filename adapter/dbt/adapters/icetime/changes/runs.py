@@ -151,7 +151,7 @@ class ChangeRuns(Hook):
         run = self._runs.pop(model["unique_id"], None)
         if run is None:
             return
-        self._responses[run.node_id] = run.response()
+        self._responses[run.node_id] = _response(run)
         try:
             if committed:
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
@@ -212,3 +212,50 @@ def _release(run: ChangeRun) -> None:
         run.close()
     except Exception as exc:  # never mask the run's own error
         logger.debug(f"icetime: could not drop the views of {run.node_id}'s run: {exc}")
+
+
+def described_run(run: ChangeRun) -> dict[str, Any]:
+    """What the materialization needs to know of ``run``, as plain values for Jinja."""
+    ranges = [u.change_range for u in run.upstreams.values() if u.change_range is not None]
+    unchanged = [
+        f"no changes in {r.table} since snapshot {r.from_snapshot}"
+        for r in ranges
+        if not r.has_changes
+    ]
+    based = any(u.base is not None for u in run.upstreams.values())
+    return {
+        "empty": False,
+        "full": run.full,
+        "reason": run.full_reason,
+        "by_cost": run.by_cost,
+        "by_choice": run.by_choice,
+        "mode": run.mode,
+        "has_changes": run.full or based or any(r.has_changes for r in ranges),
+        "moves": run.full or based or any(r.moves for r in ranges),
+        "recovering": run.recovering,
+        "range_snapshot_ids": [c.snapshot_id for r in ranges for c in r.commits],
+        "message": "; ".join(unchanged),
+        "views": (
+            (run.affected.listed() if run.affected is not None else [])
+            if run.query is not None
+            else [u.view for u in run.upstreams.values()]
+        ),
+        "keys": list(run.query.key_columns) if run.query is not None else None,
+        "grouped": run.grouped,
+    }
+
+
+def _response(run: ChangeRun) -> dict[str, Any]:
+    """What run_results.json reports of ``run`` (the model's adapter_response)."""
+    return {
+        "cdf_refresh": run.side,
+        "cdf_reason": run.full_reason,
+        "cdf_estimate": run.estimate.as_dict() if run.estimate is not None else None,
+        "cdf_files_read": run.changes.files_read.files,
+        "cdf_bytes_read": run.changes.files_read.bytes,
+        "cdf_shared_read": run.changes.shared,
+        # A grouped model's aggregates updated from the change rows (planners/).
+        "cdf_aggregates": "delta" if run.grouped else None,
+        "cdf_plan_s": round(run.plan_s, 3),
+        "cdf_read_s": round(run.changes.read_s, 3),
+    }

@@ -22,7 +22,7 @@ from dbt.adapters.icetime import errors, system
 from dbt.adapters.icetime.changes.keys import touched_keys
 from dbt.adapters.icetime.changes.modes import VERSIONS
 from dbt.adapters.icetime.changes.run import ChangeRun
-from dbt.adapters.icetime.changes.runs import ChangeRuns
+from dbt.adapters.icetime.changes.runs import ChangeRuns, described_run
 from dbt.adapters.icetime.changes.signed import CHANGE_COLUMNS
 from dbt.adapters.icetime.changes.upstream import Upstream, view_name
 from dbt.adapters.icetime.config import is_scd_snapshot
@@ -77,7 +77,7 @@ class ScdSnapshots(Hook):
         )
 
     def prepare(self, model: Mapping[str, Any]) -> dict[str, Any]:
-        """Plan the snapshot's run and create its change view (see ChangeRun.describe)."""
+        """Plan the snapshot's run and create its change view (see described_run)."""
         node_id = model["unique_id"]
         config = scd_config(model)
         if empty_run():
@@ -111,7 +111,7 @@ class ScdSnapshots(Hook):
         )
         if run.estimate is not None:
             logger.info(f"{run.target}: {run.estimate.describe()}")
-        described = run.describe()
+        described = described_run(run)
         if described["recovering"]:
             self._roll_back(run)
         return described

@@ -59,7 +59,10 @@ class EventLog:
         return found
 
     def _files(self) -> list[Path]:
-        return sorted(p for p in self.directory.glob("*") if p.is_file())
+        """The event files: Spark 4 writes an application's log as a directory of them."""
+        return sorted(
+            p for p in self.directory.rglob("*") if p.is_file() and p.name.startswith("events")
+        )
 
     def _event(self, line: str, found: dict[str, dict[str, int]]) -> None:
         try:

@@ -147,7 +147,7 @@ def test_only_a_plan_with_extremes_marks_the_groups_that_lost_a_row() -> None:
     assert isinstance(kept, AggregatePlan) and isinstance(summed, AggregatePlan)
     sign = exp.column(SIGN, quoted=True)
     for found, marked in ((kept, True), (summed, False)):
-        assert found.insert_only == marked
+        assert found.has_extremes == marked
         assert (DELETED in found.delta_select(found.select, sign)) == marked
         assert (DELETED in found.combined_sql(["select 1"])) == marked
     # The groups that lost a row get their extremes again, and only those terms.

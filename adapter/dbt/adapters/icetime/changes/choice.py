@@ -80,7 +80,6 @@ def upstream_estimate(
         previous is not None and previous.rates == OBJECT_STORAGE
     )
     rates = OBJECT_STORAGE if object_storage else FILESYSTEM
-
     return Estimate(touched, full_bytes, full_files, refresh, fixed, rates, factors=dict(factors))
 
 

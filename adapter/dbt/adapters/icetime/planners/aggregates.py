@@ -82,9 +82,9 @@ class AggregatePlan:
         return tuple(o for o in self.outputs if o.kind == "group")
 
     @property
-    def insert_only(self) -> bool:
-        """Whether its state is kept from inserted rows alone: a ``min`` or ``max`` is not
-        (a group that loses a row recomputes them: ``extremes_sql``)."""
+    def has_extremes(self) -> bool:
+        """Whether it keeps a ``min`` or ``max``, which inserted rows alone update: a group that
+        loses a row aggregates them again (``extremes_sql``)."""
         return any(t.kind in ("min", "max") for t in self.terms)
 
     @property
@@ -122,7 +122,7 @@ class AggregatePlan:
         state = [exp.alias_(g.expression.copy(), g.name, quoted=True) for g in self.groups]
         state.append(exp.alias_(exp.Sum(this=sign.copy()), COUNT, quoted=True))
         state += [exp.alias_(_delta_term(t, sign), t.name, quoted=True) for t in self.terms]
-        if self.insert_only:
+        if self.has_extremes:
             negative = exp.LT(this=sign.copy(), expression=exp.Literal.number(0))
             lost = exp.Case().when(negative, exp.Literal.number(1)).else_(exp.Literal.number(0))
             state.append(exp.alias_(exp.Max(this=lost), DELETED, quoted=True))
@@ -153,7 +153,7 @@ class AggregatePlan:
             combine = {"count": "sum", "sum": "sum"}.get(term.kind, term.kind)
             name = quote_identifier(term.name)
             sums.append(f"{combine}({name}) as {name}")
-        if self.insert_only:
+        if self.has_extremes:
             sums.append(f"max({quote_identifier(DELETED)}) as {quote_identifier(DELETED)}")
         union = "\nunion all\n".join(f"({d})" for d in deltas)
         return f"select {groups}, {', '.join(sums)} from (\n{union}\n) group by {groups}"

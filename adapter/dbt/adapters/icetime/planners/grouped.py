@@ -86,7 +86,7 @@ class GroupedRun:
         would aggregate some groups again (a ``min`` or ``max`` of a group that loses a row: it
         reads the upstreams whole, ``ChangeRun.rescans``), which its estimate counts."""
         self.run.grouped = True
-        self.run.rescans = self.plan.insert_only and self._deletes()
+        self.run.rescans = self.plan.has_extremes and self._deletes()
 
     def check(self) -> None:
         """Once the run chose to read changes: make it a rebuild unless the state table holds

@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 from cdf import plot as crossover_plot
 from report import RESULTS, Row, measured, write_results
+from warm import stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "cdf_joins"
@@ -271,16 +272,7 @@ def main() -> None:
     args = parser.parse_args()
     shares = [float(s) / 100 for s in args.shares.split(",")]
     if WORK.exists():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dbt.adapters.icetime.spark.server",
-                "stop",
-                str(WORK / "catalog"),
-            ],
-            check=False,
-        )
+        stop_server(WORK / "catalog")
         shutil.rmtree(WORK)
     started = time.monotonic()
     root = project()

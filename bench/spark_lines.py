@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 from report import Row, measured, write_results
+from warm import stop_server as stop_warm_server
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "spark_lines"
@@ -97,17 +98,7 @@ def model_seconds(project: Path, name: str) -> float:
 
 
 def stop_server(venv: Path, project: Path) -> None:
-    subprocess.run(
-        [
-            str(venv / "bin" / "python"),
-            "-m",
-            "dbt.adapters.icetime.spark.server",
-            "stop",
-            str(project / ".icetime"),
-        ],
-        capture_output=True,
-        check=False,
-    )
+    stop_warm_server(project / ".icetime", str(venv / "bin" / "python"))
 
 
 def main() -> None:

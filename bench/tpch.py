@@ -31,6 +31,7 @@ from typing import Any
 
 import scan_metrics
 import tpch_workload as tpch
+import warm
 import yaml
 from report import RESULTS
 
@@ -197,16 +198,7 @@ def main() -> None:
     try:
         measure(root, queries, args)
     finally:  # the project's warm server goes with the bench
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dbt.adapters.icetime.spark.server",
-                "stop",
-                str(WORK / "catalog"),
-            ],
-            check=False,
-        )
+        warm.stop_server(WORK / "catalog")
 
 
 def measure(root: Path, queries: list[tpch.Query], args: argparse.Namespace) -> None:

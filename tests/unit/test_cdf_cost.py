@@ -189,15 +189,39 @@ def test_the_newest_record_of_a_side_counts_and_a_bad_one_is_passed_over() -> No
         cost.INCREMENTAL: cost.Measured(2.0, 3.0),
         cost.FULL: cost.Measured(1.0, 0.5),
     }
-    assert cost.measured_factors(rebuilt) == {cost.INCREMENTAL: 1.5, cost.FULL: 0.5}
+    assert cost.factors_for(cost.measured_runs(rebuilt), deletes=False) == {
+        cost.INCREMENTAL: 1.5,
+        cost.FULL: 0.5,
+    }
 
 
 def test_a_side_never_run_takes_the_other_sides_factor() -> None:
     # Only rebuilds so far, at 0.4 of their estimate: the incremental side is scaled alike,
     # or a pessimistic rate would keep it from ever being chosen, and so measured.
     rebuilt = _target(_run(1, 10_000, cost.cost_entry(cost.FULL, 5.0, 8_000)))
-    assert cost.measured_factors(rebuilt) == {cost.FULL: 0.4, cost.INCREMENTAL: 0.4}
-    assert cost.measured_factors(_target(_run(1, 10_000, None))) == {}
+    factors = cost.factors_for(cost.measured_runs(rebuilt), deletes=True)
+    assert factors == {cost.FULL: 0.4, cost.INCREMENTAL: 0.4}
+    assert cost.factors_for(cost.measured_runs(_target(_run(1, 10_000, None))), False) == {}
+
+
+def test_runs_that_delete_are_measured_apart_from_runs_that_add() -> None:
+    # New rows ran at 0.9 of their estimate; a delete (rewriting the target's files) at 1.6.
+    target = _target(
+        _run(1, 10_000, cost.cost_entry(cost.FULL, 4.0, 6_000)),
+        _run(2, 20_000, cost.cost_entry(cost.INCREMENTAL, 2.0, 18_200, deletes=False)),
+        _run(3, 30_000, cost.cost_entry(cost.INCREMENTAL, 2.5, 26_000, deletes=True)),
+    )
+    runs = cost.measured_runs(target)
+    assert runs[cost.DELETES] == cost.Measured(2.5, 4.0)
+    assert runs[cost.INCREMENTAL] == cost.Measured(2.0, 1.8)
+    appending = cost.factors_for(runs, deletes=False)
+    deleting = cost.factors_for(runs, deletes=True)
+    assert appending[cost.INCREMENTAL] == pytest.approx(0.9)
+    assert deleting[cost.INCREMENTAL] == pytest.approx(1.6)
+    assert appending[cost.FULL] == deleting[cost.FULL] == pytest.approx(1.0)
+    # Only deletes measured: a run that adds rows takes their factor, before the rebuild's.
+    only = {k: v for k, v in runs.items() if k != cost.INCREMENTAL}
+    assert cost.factors_for(only, deletes=False)[cost.INCREMENTAL] == pytest.approx(1.6)
     # A measurement far off the estimate moves the next one only within the bounds.
     assert cost.Measured(1.0, 100.0).factor == cost.FACTOR_BOUNDS[1]
     assert cost.Measured(10.0, 0.1).factor == cost.FACTOR_BOUNDS[0]

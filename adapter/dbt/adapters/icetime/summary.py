@@ -16,7 +16,8 @@ reads the keys from ``<table>.snapshots`` (SPEC §10)::
     icetime.fingerprint    sha256:...
     icetime.cdf.watermark  (CDF targets) the upstream snapshots the target reflects, as inputs
     icetime.cdf.cost       (CDF targets) {"side": "incremental", "estimate_s": 2.4,
-                           "started_ms": ...}: what the run chose, its estimate, its start
+                           "deletes": false, "started_ms": ...}: what the run chose, its
+                           estimate, whether its changes deleted rows, its start
     icetime.views          {"model.shop.stg_orders": "sha256:..."}: views read through
     icetime.version        the icetime that wrote it
 

@@ -39,6 +39,7 @@ from dbt.adapters.icetime.changes.upstream import (
     changed,
     feed_touched,
     file_count,
+    has_deletes,
     upstream_key,
 )
 from dbt.adapters.icetime.locations import in_object_storage
@@ -170,12 +171,13 @@ def run_cost(
     """What a run's data commit carries of its cost (``cost.py``): its side, that side's
     estimate by the rates, and when the run started. A run that rebuilt without choosing (a
     first run, ``--full-refresh``) is estimated here; empty when an upstream's size is unknown."""
+    upstreams = list(upstreams)
     if estimate is None and side == FULL:
         estimate = _rebuild_estimate(upstreams)
     seconds = estimate.raw_s(side) if estimate is not None else None
     if seconds is None or seconds <= 0:
         return {}
-    return cost_entry(side, seconds, started_ms)
+    return cost_entry(side, seconds, started_ms, has_deletes(upstreams))
 
 
 def _rebuild_estimate(upstreams: Iterable[Upstream]) -> Estimate | None:

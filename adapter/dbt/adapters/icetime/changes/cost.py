@@ -54,7 +54,10 @@ ran, that side's estimate from these rates, and when it started (``icetime.cdf.c
 commit's own timestamp ends it. The next run scales each side's estimate by the ratio of
 measured to estimated seconds of the model's last run on that side (``Measured``, bounded by
 ``FACTOR_BOUNDS``): a model whose rebuilds ran in a third of their estimate has its full side
-estimated at a third. A side the model never ran takes the other side's factor: what makes a
+estimated at a third. Incremental runs whose changes delete or update rows are kept apart from
+those that only add rows (a delete rewrites target files and reads merge-on-read deletes: the
+wide join of ``bench/tpch.py`` ran its RF2 at 1.56x its estimate and its RF1 at 0.97x). A side
+the model never ran takes the other side's factor: what makes a
 model's rebuild cheaper than the rates say (a machine's speed, a query that reads few of its
 columns) makes its incremental runs so too, and a side left at the rates' estimate may never
 be chosen, so never measured (at SF 3, Q3's incremental run took 1.95 s, half its rebuild, and
@@ -116,6 +119,8 @@ OBJECT_STORAGE = Rates(incremental_s_per_mb=0.14, full_s_per_mb=0.032)
 AUTO = "auto"
 INCREMENTAL = "incremental"
 FULL = "full"
+# The measured kind of an incremental run whose changes deleted or updated rows.
+DELETES = "incremental with deletes"
 REFRESH_CHOICES = (AUTO, INCREMENTAL, FULL)
 
 _MB = 1_000_000
@@ -236,24 +241,38 @@ class Measured:
         return min(high, max(low, self.seconds / self.estimate_s))
 
 
-def cost_entry(side: str, estimate_s: float, started_ms: int) -> dict[str, str]:
-    """What a run's data commit carries of its cost: the side, its estimate, its start."""
-    record = {"side": side, "estimate_s": round(estimate_s, 3), "started_ms": started_ms}
+def cost_entry(
+    side: str, estimate_s: float, started_ms: int, deletes: bool = False
+) -> dict[str, str]:
+    """What a run's data commit carries of its cost: the side, its estimate, its start, and
+    whether its changes deleted or updated rows."""
+    record = {
+        "side": side,
+        "estimate_s": round(estimate_s, 3),
+        "started_ms": started_ms,
+        "deletes": deletes,
+    }
     return {summary.COST: json.dumps(record, sort_keys=True)}
 
 
-def measured_factors(metadata: TableMetadata) -> dict[str, float]:
-    """Per side, the factor its estimate is scaled by: the model's last run on it, or, on a
-    side it never ran, its last run on the other side."""
-    factors = {side: m.factor for side, m in measured_runs(metadata).items()}
-    for side, other in ((FULL, INCREMENTAL), (INCREMENTAL, FULL)):
-        if side not in factors and other in factors:
-            factors[side] = factors[other]
+def factors_for(runs: Mapping[str, Measured], deletes: bool) -> dict[str, float]:
+    """Per side, the factor its estimate is scaled by: the model's last run of the same kind
+    (``measured_runs``: an incremental run with deletes or without), else of the other
+    incremental kind, else of the other side."""
+    kinds = (DELETES, INCREMENTAL) if deletes else (INCREMENTAL, DELETES)
+    chains = {INCREMENTAL: (*kinds, FULL), FULL: (FULL, *kinds)}
+    factors = {}
+    for side, chain in chains.items():
+        found = next((runs[kind] for kind in chain if kind in runs), None)
+        if found is not None:
+            factors[side] = found.factor
     return factors
 
 
 def measured_runs(metadata: TableMetadata) -> dict[str, Measured]:
-    """The model's last measured run on each side, from the latest commits of its target that
+    """The model's last measured run of each kind (a rebuild; an incremental run of added rows
+    only; one that deleted or updated rows, which rewrites target files and reads deletes:
+    the two miss the rates by different factors), from the latest commits of its target that
     carry a cost record: any of its retained snapshots, not only the current one's ancestors (a
     rebuild's snapshot starts a lineage of its own, and the incremental runs before it still
     say what that side costs). A record that does not parse is passed over: it only scales an
@@ -264,7 +283,7 @@ def measured_runs(metadata: TableMetadata) -> dict[str, Measured]:
         measured = _measured(snapshot.summary.get(summary.COST), snapshot.timestamp_ms)
         if measured is not None and measured[0] not in found:
             found[measured[0]] = measured[1]
-        if len(found) == 2:
+        if len(found) == 3:
             break
     return found
 
@@ -280,7 +299,8 @@ def _measured(text: str | None, committed_ms: int) -> tuple[str, Measured] | Non
         return None
     if side not in (FULL, INCREMENTAL) or estimate <= 0 or seconds <= 0:
         return None
-    return side, Measured(estimate, seconds)
+    kind = DELETES if side == INCREMENTAL and record.get("deletes") is True else side
+    return kind, Measured(estimate, seconds)
 
 
 def _size(count: int | None) -> str:

@@ -30,7 +30,8 @@ from dbt.adapters.icetime.changes.cost import (
     FULL,
     INCREMENTAL,
     Estimate,
-    measured_factors,
+    factors_for,
+    measured_runs,
 )
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.files import Touched
@@ -60,6 +61,7 @@ from dbt.adapters.icetime.changes.upstream import (
     UpstreamKey,
     VersionReads,
     changed,
+    has_deletes,
     upstream_key,
     version_reads,
 )
@@ -134,8 +136,8 @@ class ChangeRun:
             # A snapshot table without a watermark is continued (see history_range).
             self.full_reason = f"no watermark is recorded on {self.target}"
         # Per side, its estimate's scale from the model's last measured runs (cost.py).
-        self.measured_factors = (
-            measured_factors(self.target_metadata) if self.target_metadata is not None else {}
+        self.measured = (
+            measured_runs(self.target_metadata) if self.target_metadata is not None else {}
         )
 
     @property
@@ -255,7 +257,7 @@ class ChangeRun:
             return  # planned and chosen once every upstream is added (choose_by_query)
         self._plan_feed(upstream)
         estimate = upstream_estimate(
-            self.estimate, upstream, self.mode, self.refresh, self.measured_factors
+            self.estimate, upstream, self.mode, self.refresh, self._factors()
         )
         self.estimate = rewrite_estimate(
             estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
@@ -266,6 +268,10 @@ class ChangeRun:
             upstream.whole = True  # every commit is kept: same change rows, read whole
         else:
             self._rebuild_by_choice(self.estimate)
+
+    def _factors(self) -> dict[str, float]:
+        """Each side's scale from the model's last measured runs of this run's kind."""
+        return factors_for(self.measured, has_deletes(self.upstreams.values()))
 
     def _plan_feed(self, upstream: Upstream) -> None:
         """The files its range's commits touched, from the manifests (changes/files.py)."""
@@ -286,7 +292,7 @@ class ChangeRun:
         upstreams = list(self.upstreams.values())
         start = Estimate(
             Touched(), None, None, self.refresh, rates=rates_of(upstreams),
-            factors=self.measured_factors,
+            factors=self._factors(),
         )  # fmt: skip
         for planned in (False, True):
             if planned:

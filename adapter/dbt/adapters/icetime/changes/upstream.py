@@ -13,7 +13,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.icetime.changes.feeds import Feed
 from dbt.adapters.icetime.changes.files import StagedRows, Touched
 from dbt.adapters.icetime.changes.keyed import Read, UpstreamColumns
-from dbt.adapters.icetime.changes.plan import ChangeRange, Commit
+from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION, ChangeRange, Commit
 from dbt.adapters.icetime.changes.reads import SnapshotReads, output_schema, snapshot_read
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import (
@@ -142,3 +142,13 @@ def version_reads(upstreams: Iterable[Upstream]) -> VersionReads:
     new = {key: Read(read_at(u, u.to_snapshot)) for key, u in by_key.items()}
     old = {key: Read(read_at(u, watermark_of(u))) for key, u in by_key.items()}
     return new, old
+
+
+def has_deletes(upstreams: Iterable[Upstream]) -> bool:
+    """Whether a changed upstream's range has a commit that did more than add rows."""
+    return any(
+        commit.kind not in (APPEND, COMPACTION)
+        for upstream in upstreams
+        if upstream.change_range is not None and changed(upstream)
+        for commit in upstream.change_range.commits
+    )

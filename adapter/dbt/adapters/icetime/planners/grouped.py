@@ -31,11 +31,15 @@ from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.affected import BOUND_RANGES, BOUND_VALUES
 from dbt.adapters.icetime.changes.keyed import Read
 from dbt.adapters.icetime.changes.keys import arrow_bounds, arrow_key_bound
-from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION
 from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.signed import CHANGE_TYPE, UPSERTS
 from dbt.adapters.icetime.changes.state import load_state
-from dbt.adapters.icetime.changes.upstream import Upstream, staged_column, view_name
+from dbt.adapters.icetime.changes.upstream import (
+    Upstream,
+    has_deletes,
+    staged_column,
+    view_name,
+)
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.planners.aggregates import (
     SIGN,
@@ -86,7 +90,7 @@ class GroupedRun:
         would aggregate some groups again (a ``min`` or ``max`` of a group that loses a row: it
         reads the upstreams whole, ``ChangeRun.rescans``), which its estimate counts."""
         self.run.grouped = True
-        self.run.rescans = self.plan.has_extremes and self._deletes()
+        self.run.rescans = self.plan.has_extremes and has_deletes(self.run.upstreams.values())
 
     def check(self) -> None:
         """Once the run chose to read changes: make it a rebuild unless the state table holds
@@ -108,14 +112,6 @@ class GroupedRun:
         if model is None or state is None or dict(state.upstreams) != dict(model.upstreams):
             return errors.GROUPS_OUT_OF_STEP.format(table=self.state, target=self.run.target)
         return None
-
-    def _deletes(self) -> bool:
-        return any(
-            commit.kind not in (APPEND, COMPACTION)
-            for upstream in self.run.changed_upstreams().values()
-            if upstream.change_range is not None
-            for commit in upstream.change_range.commits
-        )
 
     # -- a rebuild ------------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ measured to estimated seconds of the model's last run on that side (``Measured``
 ``FACTOR_BOUNDS``): a model whose rebuilds ran in a third of their estimate has its full side
 estimated at a third. Incremental runs whose changes delete or update rows are kept apart from
 those that only add rows (a delete rewrites target files and reads merge-on-read deletes: the
-wide join of ``bench/tpch.py`` ran its RF2 at 1.56x its estimate and its RF1 at 0.97x). A side
+wide join of ``bench/tpch.py`` ran its RF1 at 0.97-1.24x its estimate, its RF2 at 1.48x). A side
 the model never ran takes the other side's factor: what makes a
 model's rebuild cheaper than the rates say (a machine's speed, a query that reads few of its
 columns) makes its incremental runs so too, and a side left at the rates' estimate may never

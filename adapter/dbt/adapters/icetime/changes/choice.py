@@ -76,11 +76,8 @@ def upstream_estimate(
         )
         full_files = (full_files or 0) + (previous.full_files or 0)
     fixed = FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if mode in PER_COMMIT else FIXED_FULL_S
-    # Object storage when any upstream is in it (its reads dominate the side's time).
-    object_storage = in_object_storage(upstream.metadata.location) or (
-        previous is not None and previous.rates == OBJECT_STORAGE
-    )
-    rates = OBJECT_STORAGE if object_storage else FILESYSTEM
+    earlier = previous is not None and previous.rates == OBJECT_STORAGE
+    rates = OBJECT_STORAGE if earlier else rates_of([upstream])
     return Estimate(touched, full_bytes, full_files, refresh, fixed, rates, factors=dict(factors))
 
 

@@ -294,17 +294,23 @@ class ChangeRun:
             Touched(), None, None, self.refresh, rates=rates_of(upstreams),
             factors=self._factors(),
         )  # fmt: skip
-        for planned in (False, True):
-            if planned:
-                for upstream in changed_now:
-                    self._plan_feed(upstream)
-            estimate = query_estimate(start, upstreams, self.query, self.grouped, self.rescans)
-            self.estimate = rewrite_estimate(
-                estimate, self.target_metadata, upstreams, self.mode, self.grouped
-            )
-            if self.estimate.choice == FULL:
-                self._rebuild_by_choice(self.estimate)
-                return
+        if self._choose_by(start, upstreams):  # no feed planned yet: no touched bytes
+            return
+        for upstream in changed_now:
+            self._plan_feed(upstream)
+        self._choose_by(start, upstreams)
+
+    def _choose_by(self, start: Estimate, upstreams: list[Upstream]) -> bool:
+        """Estimate from ``start`` and the feeds planned so far; rebuild if that is cheaper."""
+        assert self.query is not None
+        estimate = query_estimate(start, upstreams, self.query, self.grouped, self.rescans)
+        self.estimate = rewrite_estimate(
+            estimate, self.target_metadata, upstreams, self.mode, self.grouped
+        )
+        if self.estimate.choice != FULL:
+            return False
+        self._rebuild_by_choice(self.estimate)
+        return True
 
     @property
     def side(self) -> str:

@@ -25,7 +25,8 @@ from dbt.adapters.icetime.changes.keyed import (
     UpstreamColumns,
     recomputed_sql,
 )
-from dbt.adapters.icetime.planners.joins import JoinQuery, analyze, upstream_tables
+from dbt.adapters.icetime.planners.joins import JoinQuery, analyze
+from dbt.adapters.icetime.planners.sqltree import upstream_tables
 
 ORDERS = UpstreamColumns(
     "icetime", "raw", "orders", ("order_id", "customer_id", "amount"), ("long", "long", "long")

@@ -47,7 +47,8 @@ from dbt.adapters.icetime.planners.aggregates import (
     AggregatePlan,
     plan_aggregates,
 )
-from dbt.adapters.icetime.planners.joins import JoinQuery, relation, upstream_tables
+from dbt.adapters.icetime.planners.joins import JoinQuery
+from dbt.adapters.icetime.planners.sqltree import relation, upstream_tables
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
 PLAN_PROPERTY = "icetime.groups.plan"

@@ -48,9 +48,19 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.keyed import KEYS_ALIAS, NULL_SAFE, Read, UpstreamColumns
+from dbt.adapters.icetime.planners.sqltree import (
+    DIALECT,
+    conjuncts,
+    contains,
+    in_expression,
+    owning_select,
+    relation,
+    sources,
+    unaliased,
+    upstream_tables,
+)
 from dbt.adapters.icetime.sql import quote_identifier
 
-DIALECT = "spark"
 Refuse = Callable[[str], errors.ConfigurationError]
 KEYED_ALIAS = "icetime_keyed"
 
@@ -152,7 +162,7 @@ class JoinQuery:
         if not isinstance(tree, exp.Select):
             return []
         tables = upstream_tables(tree)
-        direct = {s.alias_or_name.lower(): s for s in _sources(tree).values()}
+        direct = {s.alias_or_name.lower(): s for s in sources(tree).values()}
         place = {
             table.alias_or_name.lower(): i
             for i, table in enumerate(tables)
@@ -173,14 +183,14 @@ class JoinQuery:
         unknown: set[tuple[str, str, str]] = set()
         for table, occurrence in zip(upstream_tables(self._tree), self.occurrences, strict=True):
             key = occurrence.upstream.key
-            owner = _owning_select(table)
+            owner = owning_select(table)
             if owner is None or any(j.args.get("using") for j in owner.args.get("joins") or []):
                 unknown.add(key)
                 continue
             alias = table.alias_or_name.lower()
             columns = found.setdefault(key, set())
             for column in owner.find_all(exp.Column):
-                if _owning_select(column) is owner and column.table.lower() == alias:
+                if owning_select(column) is owner and column.table.lower() == alias:
                     columns.add(column.name.lower())
         return {k: frozenset(v) for k, v in found.items() if k not in unknown}
 
@@ -345,7 +355,7 @@ def key_source(
     ``on`` of the left join that reads it), both of one type: the keys its changes touch are
     then their own values of those columns, both images, read without any other upstream.
     """
-    top = next((s for s in _top_selects(tree) if _contains(s, table)), None)
+    top = next((s for s in _top_selects(tree) if contains(s, table)), None)
     if top is None:
         return None
     upstreams = {id(t): o.upstream for t, o in zip(upstream_tables(tree), occurrences, strict=True)}
@@ -362,11 +372,6 @@ def key_source(
             return None
         found.append(column)
     return tuple(found)
-
-
-def upstream_tables(tree: exp.Expr) -> list[exp.Table]:
-    """The query's table references, in one fixed order (depth first, left to right)."""
-    return [t for t in tree.find_all(exp.Table, bfs=False) if t.name]
 
 
 def _check_tables(
@@ -422,7 +427,7 @@ def _check_constructs(tree: exp.Expr, refuse: Refuse) -> None:
             raise refuse(f"{node.key} (only union and union all)")
         if isinstance(node, exp.Join):
             _check_join(node, refuse)
-        if isinstance(node, exp.Select) and _in_expression(node):
+        if isinstance(node, exp.Select) and in_expression(node):
             raise refuse("a subquery inside an expression (in, exists, or a scalar subquery)")
         name = _function_name(node)
         if name is not None and (
@@ -443,15 +448,6 @@ def _check_join(join: exp.Join, refuse: Refuse) -> None:
     operand = join.this
     if isinstance(operand, exp.Table | exp.Subquery) and operand.args.get("joins"):
         raise refuse("a parenthesized join (join its tables one after another)")
-
-
-def _in_expression(select: exp.Select) -> bool:
-    """Whether a query sits inside an expression (``in``, ``exists``, a scalar subquery) rather
-    than as a relation: in a FROM or JOIN, a ``with``, a set operation, or at the root."""
-    parent = select.parent
-    while isinstance(parent, exp.Subquery | exp.Paren | exp.SetOperation):
-        parent = parent.parent
-    return parent is not None and not isinstance(parent, exp.From | exp.Join | exp.CTE)
 
 
 def _function_name(node: exp.Expr) -> str | None:
@@ -487,7 +483,7 @@ def _key_expressions(tree: exp.Query, top: exp.Select, keys: Sequence[str]) -> d
     for key in keys:
         position = names.index(key) if key in names else None
         if position is not None and position < len(top.expressions):
-            found[key] = _unaliased(top.expressions[position])
+            found[key] = unaliased(top.expressions[position])
     return found
 
 
@@ -504,7 +500,7 @@ def _check_top(
             continue
         if _aggregates(inner):
             raise refuse("an aggregation inside a subquery (aggregate at the top of the query)")
-        if any(_owning_select(w) is inner for w in inner.find_all(exp.Window)):
+        if any(owning_select(w) is inner for w in inner.find_all(exp.Window)):
             raise refuse("a window function inside a subquery")
     key_sql = {k: e.sql(dialect=DIALECT) for k, e in key_expressions.items()}
     if _aggregates(select) and not select.args.get("distinct"):
@@ -517,7 +513,7 @@ def _check_top(
                 + (f" ({', '.join(outside)})" if outside else "")
             )
     for window in select.find_all(exp.Window):
-        if _owning_select(window) is not select:
+        if owning_select(window) is not select:
             continue
         partition = {e.sql(dialect=DIALECT) for e in window.args.get("partition_by") or []}
         if any(text not in partition for text in key_sql.values()) or len(key_sql) < len(keys):
@@ -531,37 +527,16 @@ def _aggregates(select: exp.Select) -> bool:
     if select.args.get("group") or select.args.get("having"):
         return True
     return any(
-        _owning_select(agg) is select and not agg.find_ancestor(exp.Window)
+        owning_select(agg) is select and not agg.find_ancestor(exp.Window)
         for agg in select.find_all(exp.AggFunc)
     )
-
-
-def _owning_select(node: exp.Expr) -> exp.Select | None:
-    owner = node.find_ancestor(exp.Select)
-    return owner if isinstance(owner, exp.Select) else None
-
-
-def _unaliased(expression: exp.Expr) -> exp.Expr:
-    return expression.this if isinstance(expression, exp.Alias) else expression
 
 
 ColumnRef = tuple[str, str]  # (relation alias, column name), lower case
 
 
-def _sources(select: exp.Select) -> dict[str, exp.Expr]:
-    """The relations a select reads, by alias: its FROM and each join's."""
-    from_ = select.args.get("from_")
-    nodes = [from_.this] if from_ is not None else []
-    nodes += [join.this for join in select.args.get("joins") or []]
-    return {node.alias_or_name.lower(): node for node in nodes}
-
-
-def _contains(node: exp.Expr, table: exp.Table) -> bool:
-    return node is table or any(t is table for t in node.find_all(exp.Table))
-
-
 def _projection(select: exp.Select, name: str) -> exp.Expr | None:
-    by_name = {e.alias_or_name.lower(): _unaliased(e) for e in select.expressions}
+    by_name = {e.alias_or_name.lower(): unaliased(e) for e in select.expressions}
     return by_name.get(name)
 
 
@@ -570,7 +545,7 @@ def _column_type(
 ) -> str | None:
     """The Iceberg type of a column a select reads, when it is an upstream's column passed
     through unchanged."""
-    node = _sources(select).get(ref[0])
+    node = sources(select).get(ref[0])
     if isinstance(node, exp.Table) and id(node) in upstreams:
         return upstreams[id(node)].type_of(ref[1])
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
@@ -591,11 +566,11 @@ def _equalities(
     ``where`` conjuncts, its inner joins' conditions and the condition of the left join that
     reads ``table`` (a left join's other rows may be null-extended). Only between columns of
     one known type: a comparison across types casts, and equal values may differ."""
-    conditions = _conjuncts(select.args["where"].this) if select.args.get("where") else []
+    conditions = conjuncts(select.args["where"].this) if select.args.get("where") else []
     for join in select.args.get("joins") or []:
         inner = not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
-        if (inner or (_outer_left(join) and _contains(join.this, table))) and join.args.get("on"):
-            conditions += _conjuncts(join.args["on"])
+        if (inner or (_outer_left(join) and contains(join.this, table))) and join.args.get("on"):
+            conditions += conjuncts(join.args["on"])
     pairs = []
     for condition in conditions:
         if isinstance(condition, exp.EQ):
@@ -616,18 +591,18 @@ def _trace(
 ) -> str | None:
     """The column of ``table`` that ``column`` (read by ``select``) equals in every row of
     ``select`` fed by ``table``, or None."""
-    sources = _sources(select)
+    relations = sources(select)
     edges = _equalities(select, table, upstreams)
     start = _ref(column)
     seen, pending = {start}, [start]
     while pending:
         ref = pending.pop()
-        node = sources.get(ref[0])
+        node = relations.get(ref[0])
         if node is table:
             return ref[1]
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
             inner = _projection(node.this, ref[1])
-            if isinstance(inner, exp.Column) and _contains(node, table):
+            if isinstance(inner, exp.Column) and contains(node, table):
                 found = _trace(node.this, inner, table, upstreams)
                 if found is not None:
                     return found
@@ -643,7 +618,7 @@ def _null_extended(select: exp.Select, expression: exp.Expr) -> str | None:
     """A column ``expression`` reads from the right side of a left join (in ``select`` or in
     the derived tables it reads), as SQL, or None. A change there can turn the key of a left
     row into another value (a vanished match makes it null) that no change row holds."""
-    sources = _sources(select)
+    relations = sources(select)
     extended = {
         join.this.alias_or_name.lower()
         for join in select.args.get("joins") or []
@@ -653,7 +628,7 @@ def _null_extended(select: exp.Select, expression: exp.Expr) -> str | None:
         alias = column.table.lower()
         if alias in extended:
             return column.sql(dialect=DIALECT)
-        node = sources.get(alias)
+        node = relations.get(alias)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
             inner = _projection(node.this, column.name.lower())
             found = _null_extended(node.this, inner) if inner is not None else None
@@ -680,14 +655,6 @@ def _table_span(text: str, table: exp.Table) -> tuple[int, int] | None:
     if before[-2:].lower() == "as" and before[-3:-2].isspace():
         before = before[:-2].rstrip()
     return start, len(before)
-
-
-def relation(sql: str, alias: str) -> exp.Subquery:
-    """``sql`` as a derived table under ``alias``."""
-    return exp.Subquery(
-        this=sqlglot.parse_one(sql, read=DIALECT),
-        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
-    )
 
 
 def _keep_changes_visible(changed: exp.Expr) -> None:
@@ -740,19 +707,10 @@ def _drop_conditions(select: exp.Select, hidden: set[str]) -> None:
         return
     kept = [
         condition
-        for condition in _conjuncts(where.this)
+        for condition in conjuncts(where.this)
         if not any(c.table.lower() in hidden for c in condition.find_all(exp.Column))
     ]
     select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-
-
-def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
-    if isinstance(condition, exp.And):
-        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
-    if isinstance(condition, exp.Paren):
-        inner = condition.this
-        return _conjuncts(inner) if isinstance(inner, exp.And) else [condition]
-    return [condition]
 
 
 def _first_line(exc: Exception) -> str:

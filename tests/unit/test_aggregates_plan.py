@@ -44,6 +44,13 @@ def plan(sql: str, key: tuple[str, ...] = ("region",)) -> AggregatePlan | str:
         "on s.region = z.region group by z.zone",
         f"select z.zone as region, count(1) as n from {S} s, {Z} z where s.region = z.region "
         "and s.qty > 2 group by z.zone",
+        f"select zone as region, count(*) as n from {Z} z where exists (select * from {S} s "
+        "where s.region = z.region and s.qty > 2) group by zone",
+        f"select zone as region, count(*) as n from {Z} z where not exists (select 1 from {S} s "
+        "where s.region = z.region) group by zone",
+        f"select z.zone as region, sum(s.qty) as q from {S} s, {Z} z where s.region = z.region "
+        f"and s.region in (select region from {S} group by region having sum(qty) > 3) "
+        "group by z.zone",
     ],
 )
 def test_planned(sql: str) -> None:
@@ -125,6 +132,17 @@ def test_the_columns_a_query_reads_of_each_upstream() -> None:
     )
     assert using.columns_read() == {
         SALES.key: frozenset({"region"}),
+        ZONES.key: frozenset({"zone", "region"}),
+    }
+
+
+def test_a_subquery_reads_the_columns_it_names_and_its_head_the_ones_it_is_tied_by() -> None:
+    read = query(
+        f"select zone as region, count(*) as n from {Z} z where exists (select * from {S} s "
+        "where s.region = z.region and s.qty > 2) group by zone"
+    ).columns_read()
+    assert read == {  # the subquery's * is never read: not every column of sales
+        SALES.key: frozenset({"region", "qty"}),
         ZONES.key: frozenset({"zone", "region"}),
     }
 

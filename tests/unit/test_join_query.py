@@ -141,14 +141,75 @@ def test_exact_shapes_are_accepted(sql: str, key: tuple[str, ...]) -> None:
             "an anti join",
         ),
         (
-            f"select order_id from {ORD} where customer_id in (select customer_id from {CUS})",
+            f"select order_id from {ORD} where customer_id not in (select customer_id from {CUS})",
             ("order_id",),
-            "a subquery inside an expression",
+            "not in (select ...) (a null in its subquery fails every row: write not exists)",
         ),
         (
             f"select order_id, (select max(amount) from {ORD}) as m from {ORD}",
             ("order_id",),
-            "a subquery inside an expression",
+            "a scalar subquery",
+        ),
+        (
+            f"select o.order_id from {ORD} o where o.amount > 3 or exists "
+            f"(select 1 from {CUS} c where c.customer_id = o.customer_id)",
+            ("order_id",),
+            "exists (select ...) other than as a condition of where joined by and",
+        ),
+        (
+            f"select o.order_id from {ORD} o where exists (select 1 from {CUS} c "
+            "where c.active = 1)",
+            ("order_id",),
+            "an exists subquery tied to no table of the enclosing query",
+        ),
+        (
+            f"select o.order_id from {ORD} o where exists (select 1 from {CUS} c "
+            "where c.customer_id > o.customer_id)",
+            ("order_id",),
+            "an exists subquery with no equality between its table and the outer one",
+        ),
+        (
+            f"select o.order_id from {ORD} o where exists (select 1 from {CUS} c "
+            f"join {PAY} p on p.order_id = c.customer_id where c.customer_id = o.customer_id)",
+            ("order_id",),
+            "a subquery in a condition that reads more than one table",
+        ),
+        (
+            f"select o.order_id from {ORD} o where o.customer_id in "
+            f"(select max(c.customer_id) from {CUS} c)",
+            ("order_id",),
+            "an in (select ...) that selects other than one column of its table",
+        ),
+        (
+            f"select o.order_id from {ORD} o where exists (select count(*) from {CUS} c "
+            "where c.customer_id = o.customer_id)",
+            ("order_id",),
+            "an aggregation in an exists subquery",
+        ),
+        (
+            f"select o.order_id from {ORD} o where o.customer_id in (select c.customer_id "
+            f"from {CUS} c where c.customer_id in (select p.order_id from {PAY} p))",
+            ("order_id",),
+            "a subquery inside a subquery",
+        ),
+        (
+            f"select o.order_id from {ORD} o where exists (select 1 from {CUS} c "
+            "where c.customer_id = o.customer_id) and exists (select 1 from "
+            f"{PAY} p where p.order_id = o.order_id)",
+            ("order_id",),
+            "subqueries tied to one table by different columns",
+        ),
+        (
+            f"select o.order_id from {ORD} o where exists (select 1 from {CUS} c "
+            "where c.region = o.customer_id)",
+            ("order_id",),
+            "a subquery tied by columns of two types (o.customer_id long, c.region string)",
+        ),
+        (
+            f"select o.order_id from {PAY} p left join {ORD} o on o.order_id = p.order_id "
+            f"where exists (select 1 from {CUS} c where c.customer_id = o.customer_id)",
+            ("order_id",),
+            "a subquery condition on o, read by a LEFT join",
         ),
         (f"select order_id from {ORD} except select order_id from {PAY}", ("order_id",), "except"),
         (
@@ -213,9 +274,9 @@ def test_the_delta_rule_reads_earlier_occurrences_new_and_later_ones_old() -> No
     new = {u.key: Read(f"select * from new_{u.table}") for u in UPSTREAMS}
     old = {u.key: Read(f"select * from old_{u.table}") for u in UPSTREAMS}
     # Orders hold the key: their change rows are the keys their changes touch.
-    orders = query.affected_keys_sql(0, Read("select * from delta_orders"), new, old)
+    orders = query.affected_keys_sql(0, {0: Read("select * from delta_orders")}, new, old)
     assert "delta_orders" in orders and "customers" not in orders
-    customers = query.affected_keys_sql(1, Read("select * from delta_customers"), new, old)
+    customers = query.affected_keys_sql(1, {1: Read("select * from delta_customers")}, new, old)
     assert "new_orders" in customers and "delta_customers" in customers
     # The changed side was null-supplying: an inner join, and its condition left out.
     assert "LEFT JOIN" not in customers and "EU" not in customers
@@ -226,7 +287,7 @@ def test_the_delta_rule_reads_earlier_occurrences_new_and_later_ones_old() -> No
         "on o.customer_id = c.customer_id group by c.region",
         ("region",),
     )
-    orders = by_region.affected_keys_sql(0, Read("select * from delta_orders"), new, old)
+    orders = by_region.affected_keys_sql(0, {0: Read("select * from delta_orders")}, new, old)
     assert "delta_orders" in orders and "old_customers" in orders and "new_" not in orders
 
 
@@ -240,11 +301,11 @@ def test_a_key_column_of_the_changed_read_is_its_change_rows_own() -> None:
     old = {u.key: Read(f"select * from old_{u.table}") for u in UPSTREAMS}
     # Orders hold the key; the left join's condition ties it to payments.order_id (both long).
     assert query.key_sources == {0: ("order_id",), 2: ("order_id",)}
-    payments = query.affected_keys_sql(2, Read("select * from delta_payments"), new, old)
+    payments = query.affected_keys_sql(2, {2: Read("select * from delta_payments")}, new, old)
     assert "delta_payments" in payments and "new_" not in payments and "old_" not in payments
     assert payments.startswith("select distinct `order_id` as `order_id` from (")
     # Customers change other orders' rows: the query is rendered.
-    customers = query.affected_keys_sql(1, Read("select * from delta_customers"), new, old)
+    customers = query.affected_keys_sql(1, {1: Read("select * from delta_customers")}, new, old)
     assert "new_orders" in customers and "old_payments" in customers
 
 
@@ -314,6 +375,35 @@ PROPERTY_QUERIES = {
     "union all, the second branch named otherwise": (
         "select o.order_id, o.amount from {o} o where o.amount >= 5 union all "
         "select c.customer_id + 1000 as amount, c.customer_id as order_id from {c} c",
+        ("order_id",),
+    ),
+    "exists": (
+        "select o.order_id, o.amount from {o} o where o.amount > 2 and exists "
+        "(select 1 from {p} p where p.order_id = o.order_id and p.paid = 1)",
+        ("order_id",),
+    ),
+    "not exists, grouped": (
+        "select c.region, count(*) as n from {c} c where not exists "
+        "(select * from {o} o where o.customer_id = c.customer_id and o.amount > 6) "
+        "group by c.region",
+        ("region",),
+    ),
+    "exists and not exists on a join's read": (
+        "select o.order_id, c.region from {o} o join {c} c on c.customer_id = o.customer_id "
+        "where exists (select 1 from {p} p where p.order_id = o.order_id) "
+        "and not exists (select 1 from {p} q where q.order_id = o.order_id and q.paid = 0)",
+        ("order_id",),
+    ),
+    "in a grouped subquery (TPC-H's Q18)": (
+        "select c.region, sum(o.amount) as total from {c} c, {o} o "
+        "where c.customer_id = o.customer_id and o.customer_id in "
+        "(select customer_id from {o} group by customer_id having sum(amount) > 12) "
+        "group by c.region",
+        ("region",),
+    ),
+    "exists on the same upstream (TPC-H's Q21)": (
+        "select o.order_id, o.customer_id from {o} o where exists (select * from {o} o2 "
+        "where o2.customer_id = o.customer_id and o2.order_id <> o.order_id)",
         ("order_id",),
     ),
     "union all of disjoint branches": (
@@ -428,11 +518,12 @@ def test_every_key_whose_row_changed_is_found(name: str) -> None:
             for version in ("new", "old")
         }
         found: set[tuple[object, ...]] = set()
-        for occurrence in query.occurrences:
-            table = occurrence.upstream.table
-            sql = query.affected_keys_sql(
-                occurrence.index, Read(f"select * from delta_{table}"), reads["new"], reads["old"]
-            )
+        for unit in query.units:
+            rows = {
+                i: Read(f"select * from delta_{query.occurrences[i].upstream.table}")
+                for i in unit
+            }
+            sql = query.affected_keys_sql(unit[0], rows, reads["new"], reads["old"])
             found |= set(_run(db, sql))
         missed = differing - found
         assert not missed, (name, missed, sorted(found, key=str))

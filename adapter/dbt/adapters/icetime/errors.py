@@ -375,8 +375,9 @@ DUPLICATE_KEY = "icetime: snapshot {model}: unique_key ({keys}) is not unique in
 CDF_JOIN_SHAPE = (
     "CDF model {model} cannot be kept equal to its query from its upstreams' changes: the query "
     "has {construct}. Accepted: projections, filters, inner and left joins, left semi joins, "
-    "union and union all, subqueries in FROM over its upstreams, and at the top of the query a "
-    "group by, or a window, over every unique_key column. Rewrite the query, or make the model "
+    "union and union all, subqueries in FROM over its upstreams, exists, not exists and in "
+    "(select ...) over one upstream tied to one table by equalities, and at the top of the query "
+    "a group by, or a window, over every unique_key column. Rewrite the query, or make the model "
     "a table."
 )
 CDF_JOIN_NOT_UPSTREAM = (

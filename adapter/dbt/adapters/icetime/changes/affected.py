@@ -67,20 +67,25 @@ class AffectedKeys:
     def render(self, reads: VersionReads) -> None:
         """A view of the keys each changed upstream's changes can touch, per place the query
         reads it: the query with that read replaced by the change rows, the reads before it at
-        the new snapshots and those after it at the watermarks (planners/joins.py)."""
+        the new snapshots and those after it at the watermarks (planners/joins.py). A read
+        filtered by subqueries (``exists``, ``in``) is rendered with them, from the change rows
+        of all of its occurrences (planners/semijoins.py)."""
         query = self.query
         by_key = {upstream_key(u.table): u for u in self.upstreams}
         new, old = reads
-        for occurrence in query.occurrences:
-            upstream = by_key[occurrence.upstream.key]
-            if not changed(upstream):
+        for unit in query.units:
+            rows = {}
+            for index in unit:
+                upstream = by_key[query.occurrences[index].upstream.key]
+                if changed(upstream):
+                    columns = ", ".join(quote_identifier(f.name) for f in upstream.out.fields)
+                    rows[index] = Read(f"select {columns} from {quote_identifier(upstream.view)}")
+            if not rows:
                 continue
-            columns = ", ".join(quote_identifier(f.name) for f in upstream.out.fields)
-            changes = Read(f"select {columns} from {quote_identifier(upstream.view)}")
-            view = view_name(self.node_id, f"affected{occurrence.index}")
+            view = view_name(self.node_id, f"affected{unit[0]}")
             self.execute(
                 f"create or replace temporary view {quote_identifier(view)} as\n"
-                + query.affected_keys_sql(occurrence.index, changes, new, old)
+                + query.affected_keys_sql(unit[0], rows, new, old)
             )
             self.views.append(view)
         if not self.views:

@@ -76,10 +76,15 @@ class KeyedQuery(Protocol):
     @property
     def key_sources(self) -> Mapping[int, tuple[str, ...]]: ...
 
+    @property
+    def units(self) -> Sequence[tuple[int, ...]]:
+        """The reads of the delta rule, as occurrence indexes (the first renders it)."""
+        ...
+
     def affected_keys_sql(
         self,
         changed: int,
-        change_rows: Read,
+        rows: Mapping[int, Read],
         new: Mapping[tuple[str, str, str], Read],
         old: Mapping[tuple[str, str, str], Read],
     ) -> str: ...

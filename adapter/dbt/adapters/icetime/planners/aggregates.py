@@ -249,10 +249,13 @@ class AggregatePlan:
 
 
 def plan_aggregates(
-    select: exp.Expr, upstreams: Mapping[str, UpstreamColumns]
+    select: exp.Expr,
+    upstreams: Mapping[str, UpstreamColumns],
+    semijoins: Sequence[exp.Select] = (),
 ) -> AggregatePlan | str:
     """Plan ``select`` (a qualified query; ``upstreams``: each table alias of its FROM, lower
-    case, and what it reads) for maintenance from deltas, or say why it is not."""
+    case, and what it reads) for maintenance from deltas, or say why it is not. Its only
+    subqueries may be ``semijoins``' (``exists``/``in`` filters: semijoins.py)."""
     if not isinstance(select, exp.Select):
         return "the query is not one select (a union)"
     if select.args.get("distinct") or select.args.get("having") or select.args.get("qualify"):
@@ -266,7 +269,10 @@ def plan_aggregates(
     sources = [select.args["from_"].this] + [j.this for j in select.args.get("joins") or []]
     if not all(isinstance(s, exp.Table) for s in sources):
         return "the query reads a derived table"
-    if any(inner is not select for inner in select.find_all(exp.Select)):
+    allowed = {id(inner) for inner in semijoins}
+    if any(
+        inner is not select and id(inner) not in allowed for inner in select.find_all(exp.Select)
+    ):
         return "the query has a subquery"
     if any(select.find_all(exp.Window)):
         return "the query has a window function"

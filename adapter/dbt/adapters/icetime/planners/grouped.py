@@ -22,7 +22,7 @@ change engine (``ChangeRun``):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
@@ -36,8 +36,11 @@ from dbt.adapters.icetime.changes.signed import CHANGE_TYPE, UPSERTS
 from dbt.adapters.icetime.changes.state import load_state
 from dbt.adapters.icetime.changes.upstream import (
     Upstream,
+    UpstreamKey,
+    changed,
     has_deletes,
     staged_column,
+    upstream_key,
     view_name,
 )
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -48,6 +51,7 @@ from dbt.adapters.icetime.planners.aggregates import (
     plan_aggregates,
 )
 from dbt.adapters.icetime.planners.joins import JoinQuery
+from dbt.adapters.icetime.planners.semijoins import subqueries
 from dbt.adapters.icetime.planners.sqltree import relation, upstream_tables
 from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 
@@ -69,7 +73,9 @@ def plan_query(query: JoinQuery) -> AggregatePlan | str:
         table.alias_or_name.lower(): occurrence.upstream
         for table, occurrence in zip(tables, query.occurrences, strict=True)
     }
-    return plan_aggregates(query.tree, by_alias)
+    return plan_aggregates(
+        query.tree, by_alias, subqueries(query.tree, list(query.semijoins.values()))
+    )
 
 
 def state_table(target: TableName) -> TableName:
@@ -148,16 +154,19 @@ class GroupedRun:
         data commit)."""
         run = self.run
         new, old = run.version_reads()
-        changed = run.changed_upstreams()
+        upstreams = {upstream_key(u.table): u for u in run.upstreams.values()}
         deltas = []
-        for occurrence in self.query.occurrences:
-            upstream = changed.get(occurrence.upstream.key)
-            if upstream is None:
+        for unit in self.query.units:
+            rows = {
+                i: _signed(upstream)
+                for i in unit
+                if changed(upstream := upstreams[self.query.occurrences[i].upstream.key])
+            }
+            if not rows:
                 continue
-            bounds = self._bounds(occurrence.index, upstream)
-            tree, replaced = self.query.rendering(
-                occurrence.index, _signed(upstream), new, old, bounds
-            )
+            bounds = _Bounds(self.query, upstreams).of(unit)
+            changes = self.query.changes_of(unit[0], rows, new, old, bounds, SIGN)
+            tree, replaced = self.query.rendering(unit[0], changes, new, old, bounds)
             sign = exp.column(SIGN, table=replaced.alias_or_name, quoted=True)
             assert isinstance(tree, exp.Select)
             deltas.append(self.plan.delta_select(tree, sign))
@@ -178,37 +187,107 @@ class GroupedRun:
         groups = self._view(
             "groups", self.plan.new_state_sql(quote_identifier(delta), state, error, extremes)
         )
-        rows = self._view("rows", self.plan.finalize_sql(quote_identifier(groups), types))
+        rows_view = self._view("rows", self.plan.finalize_sql(quote_identifier(groups), types))
         return {
             "state": self.plan.state_merge_sql(self.state.sql(), quote_identifier(groups)),
-            "target": self.plan.target_merge_sql(run.target.sql(), quote_identifier(rows), columns),
+            "target": self.plan.target_merge_sql(
+                run.target.sql(), quote_identifier(rows_view), columns
+            ),
         }
-
-    def _bounds(self, changed: int, upstream: Upstream) -> dict[int, str]:
-        """Conditions on the other reads of the rendering of ``changed``'s changes: a read
-        joined to it by an equality holds only rows whose column has one of the changed rows'
-        values, bounded by literals (``KeyBound``) that Iceberg prunes files by. From the rows
-        this process staged (no Spark job); a read whose values are not staged is not bounded."""
-        found: dict[int, list[str]] = {}
-        values: dict[str, Any] = {}  # each staged column read once
-        for one, other in self.query.equalities():
-            for (source, column), (target, target_column) in ((one, other), (other, one)):
-                if source != changed or target == changed:
-                    continue
-                if column not in values:
-                    values[column] = staged_column(upstream, column)
-                condition = _values_bound(
-                    upstream, values[column], column, quote_identifier(target_column)
-                )
-                if condition is not None:
-                    found.setdefault(target, []).append(condition)
-        return {target: " and ".join(conditions) for target, conditions in found.items()}
 
     def _view(self, suffix: str, sql: str) -> str:
         name = view_name(self.run.node_id, suffix)
         self.run.execute(f"create or replace temporary view {quote_identifier(name)} as\n{sql}")
         self.run.key_views.append(name)  # dropped with the run's views
         return name
+
+
+@dataclass
+class _Bounds:
+    """Conditions on the reads of one read's rendering (``JoinQuery.units``): a read joined to
+    the changed one by an equality holds only rows whose column has one of the changed rows'
+    values, bounded by literals (``KeyBound``) that Iceberg prunes files by. A head filtered by
+    subqueries is read by its correlation values that changed (``K``, semijoins.py), and its
+    subqueries' reads by the same values of their columns, wherever the head is bounded. From
+    the rows this process staged (no Spark job); a read whose values are not staged is not
+    bounded."""
+
+    query: JoinQuery
+    upstreams: Mapping[UpstreamKey, Upstream]
+    _staged: dict[tuple[int, str], Any] = field(default_factory=dict)
+
+    def of(self, unit: tuple[int, ...]) -> dict[int, str]:
+        found: dict[int, list[str]] = {}
+        changed_read = unit[0]
+        semijoin = self.query.semijoins.get(changed_read)
+        for column in semijoin.head_columns if semijoin else ():
+            # its own rows of a null value too: a not exists keeps them
+            self._add(found, changed_read, column, self._values(unit, column), nulls=True)
+        for one, other in self.query.equalities():
+            for (source, column), (target, target_column) in ((one, other), (other, one)):
+                if source == changed_read and target not in unit:
+                    self._add(found, target, target_column, self._values(unit, column))
+        return {target: " and ".join(conditions) for target, conditions in found.items()}
+
+    def _add(
+        self,
+        found: dict[int, list[str]],
+        target: int,
+        column: str,
+        values: tuple[Upstream, str, Any] | None,
+        nulls: bool = False,
+    ) -> None:
+        """Bound ``target``'s ``column`` by ``values`` (an upstream's column and its values),
+        and, on a head, its subqueries' reads on their columns tied to it (an equality: their
+        rows of a null value match nothing). With ``nulls``, ``target``'s rows of a null value
+        are kept when ``values`` has one."""
+        if values is None:
+            return
+        upstream, source_column, array = values
+        condition = _values_bound(upstream, array, source_column, quote_identifier(column))
+        if condition is None:
+            return
+        if nulls and array.null_count > 0:
+            condition = f"({condition} or {quote_identifier(column)} is null)"
+        found.setdefault(target, []).append(condition)
+        semijoin = self.query.semijoins.get(target)
+        if semijoin is None or column not in semijoin.head_columns:
+            return
+        place = semijoin.head_columns.index(column)
+        for member in semijoin.semijoins:
+            name = quote_identifier(member.member_columns[place])
+            tied = _values_bound(upstream, array, source_column, name)
+            if tied is not None:
+                found.setdefault(member.member, []).append(tied)
+
+    def _values(self, unit: tuple[int, ...], column: str) -> tuple[Upstream, str, Any] | None:
+        """The values of the rendered read's ``column`` in its change rows: a head's
+        correlation column takes the values of every changed read of its unit (``K``)."""
+        semijoin = self.query.semijoins.get(unit[0])
+        head = self.upstreams[self.query.occurrences[unit[0]].upstream.key]
+        if semijoin is None:
+            return head, column, self._column(unit[0], column)
+        if column not in semijoin.head_columns:
+            return None
+        place = semijoin.head_columns.index(column)
+        arrays = []
+        for occurrence in unit:
+            upstream = self.upstreams[self.query.occurrences[occurrence].upstream.key]
+            if changed(upstream):
+                arrays.append(self._column(occurrence, semijoin.columns_of(occurrence)[place]))
+        if any(a is None for a in arrays) or len({a.type for a in arrays}) != 1:
+            return None
+        import pyarrow as pa
+
+        chunks = [chunk for a in arrays for chunk in a.chunks]
+        return head, column, pa.chunked_array(chunks, type=arrays[0].type)
+
+    def _column(self, occurrence: int, column: str) -> Any:
+        key = (occurrence, column)
+        if key not in self._staged:
+            upstream = self.upstreams[self.query.occurrences[occurrence].upstream.key]
+            self._staged[key] = staged_column(upstream, column)
+        return self._staged[key]
 
 
 def _values_bound(upstream: Upstream, values: Any, column: str, target: str) -> str | None:

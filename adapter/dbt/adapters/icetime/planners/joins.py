@@ -48,11 +48,20 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.keyed import KEYS_ALIAS, NULL_SAFE, Read, UpstreamColumns
+from dbt.adapters.icetime.planners.semijoins import (
+    Unit,
+    changed_keys_sql,
+    condition_of,
+    find_units,
+    outer_columns,
+    remove_condition,
+    subqueries,
+    unit_side_sql,
+)
 from dbt.adapters.icetime.planners.sqltree import (
     DIALECT,
     conjuncts,
     contains,
-    in_expression,
     owning_select,
     relation,
     sources,
@@ -114,11 +123,15 @@ class JoinQuery:
         occurrences: tuple[Occurrence, ...],
         key_columns: tuple[str, ...],
         text: str = "",
+        semijoins: tuple[Unit, ...] = (),
     ) -> None:
         self._tree = tree
         self._text = text  # the query as written, which ``tree``'s positions refer to
         self.occurrences = occurrences
         self.key_columns = key_columns
+        self.semijoins = {unit.head: unit for unit in semijoins}
+        # A subquery's read is read at the version of the head it filters (semijoins.py).
+        self._place = {m: unit.head for unit in semijoins for m in unit.members}
         tables = upstream_tables(tree)
         # Per occurrence, its columns that every row it feeds has as its key (see key_source).
         self.key_sources = {
@@ -127,20 +140,58 @@ class JoinQuery:
             if (found := key_source(tree, tables[o.index], key_columns, occurrences)) is not None
         }
 
+    @property
+    def units(self) -> tuple[tuple[int, ...], ...]:
+        """The reads of the delta rule, each as its occurrences (the first one renders it): an
+        occurrence alone, or a head with the subqueries' reads that filter it."""
+        members = set(self._place)
+        return tuple(
+            self.semijoins[o.index].occurrences if o.index in self.semijoins else (o.index,)
+            for o in self.occurrences
+            if o.index not in members
+        )
+
+    def changes_of(
+        self,
+        unit: int,
+        rows: Mapping[int, Read],
+        new: Mapping[tuple[str, str, str], Read],
+        old: Mapping[tuple[str, str, str], Read],
+        bounds: Mapping[int, str] | None = None,
+        sign: str | None = None,
+    ) -> Read:
+        """The change rows of the read rendered at occurrence ``unit``, from ``rows`` (the
+        change rows of its changed occurrences): an occurrence's own; a head's with its
+        subqueries, the rows of its correlation values that changed at both versions (with
+        ``sign``: +1 new, -1 old), each read restricted by its condition in ``bounds``."""
+        semijoin = self.semijoins.get(unit)
+        if semijoin is None:
+            return rows[unit]
+        keys = changed_keys_sql(semijoin, rows)
+        bounded = bounds or {}
+        sides = []
+        for reads, value in ((new, 1), (old, -1)):
+            at = {i: reads[self.occurrences[i].upstream.key] for i in semijoin.occurrences}
+            signed = (sign, value) if sign else None
+            sides.append(unit_side_sql(self._tree, semijoin, at, keys, bounded, signed))
+        return Read("\nunion all\n".join(sides))
+
     def affected_keys_sql(
         self,
         changed: int,
-        change_rows: Read,
+        rows: Mapping[int, Read],
         new: Mapping[tuple[str, str, str], Read],
         old: Mapping[tuple[str, str, str], Read],
     ) -> str:
-        """The distinct ``unique_key`` values the changes of occurrence ``changed`` can touch.
+        """The distinct ``unique_key`` values the changes of read ``changed`` (one of ``units``)
+        can touch.
 
-        ``change_rows`` holds that upstream's change rows, both images, with its columns;
-        occurrences before it read ``new``, those after it ``old`` (by upstream key). When the
-        occurrence's own columns are every key of the rows it feeds (``key_sources``), its change
-        rows are the keys, and no other upstream is read.
+        ``rows`` holds the change rows of its changed occurrences, both images, with their
+        upstreams' columns; reads before it read ``new``, those after it ``old`` (by upstream
+        key). When the occurrence's own columns are every key of the rows it feeds
+        (``key_sources``), its change rows are the keys, and no other upstream is read.
         """
+        change_rows = self.changes_of(changed, rows, new, old)
         source = self.key_sources.get(changed)
         if source is not None:
             pairs = zip(source, self.key_columns, strict=True)
@@ -192,6 +243,10 @@ class JoinQuery:
             for column in owner.find_all(exp.Column):
                 if owning_select(column) is owner and column.table.lower() == alias:
                     columns.add(column.name.lower())
+            semijoin = self.semijoins.get(occurrence.index)
+            for inner in subqueries(self._tree, [semijoin] if semijoin else []):
+                outer = outer_columns(inner)
+                columns.update(c.name.lower() for c in outer if c.table.lower() == alias)
         return {k: frozenset(v) for k, v in found.items() if k not in unknown}
 
     @property
@@ -207,19 +262,28 @@ class JoinQuery:
         old: Mapping[tuple[str, str, str], Read],
         bounds: Mapping[int, str] | None = None,
     ) -> tuple[exp.Query, exp.Subquery]:
-        """A copy of the query with occurrence ``changed`` read from ``change_rows``, those
-        before it from ``new`` and those after it from ``old`` (the delta rule's term for that
-        occurrence), each other read filtered by its condition in ``bounds`` (by occurrence,
-        on its own columns), and the relation that replaced the changed one."""
+        """A copy of the query with read ``changed`` (one of ``units``) read from
+        ``change_rows`` (``changes_of``), those before it from ``new`` and those after it from
+        ``old`` (the delta rule's term for that read), each other occurrence filtered by its
+        condition in ``bounds`` (by occurrence, on its own columns), and the relation that
+        replaced the changed one. A head's subqueries go with it: its change rows are filtered
+        by them already."""
         tree = self._tree.copy()
+        tables = upstream_tables(tree)
+        semijoin = self.semijoins.get(changed)
+        for member in semijoin.members if semijoin else ():
+            remove_condition(condition_of(tables[member]))
         replaced: exp.Subquery | None = None
-        for position, table in enumerate(upstream_tables(tree)):
+        for position, table in enumerate(tables):
             upstream = self.occurrences[position].upstream
+            if semijoin is not None and position in semijoin.members:
+                continue
             if position == changed:
                 read = change_rows
             else:
-                read = (new if position < changed else old)[upstream.key]
-            condition = (bounds or {}).get(position)
+                before = self._place.get(position, position) < changed
+                read = (new if before else old)[upstream.key]
+            condition = (bounds or {}).get(position) if position != changed else None
             if condition is not None:
                 read = Read(f"select * from ({read.sql}) where {condition}")
             derived = relation(read.sql, table.alias_or_name)
@@ -316,6 +380,8 @@ def analyze(
         raise refuse(f"a column icetime cannot resolve ({_first_line(exc)})") from exc
     assert isinstance(qualified, exp.Query)
     _inline_ctes(qualified, refuse)
+    read = [known[_table_key(t)] for t in upstream_tables(qualified)]
+    units = find_units(qualified, read, refuse)
     _check_constructs(qualified, refuse)
     keys = tuple(k.lower() for k in unique_key)
     outputs = [name.lower() for name in qualified.named_selects]
@@ -327,7 +393,7 @@ def analyze(
         )
     for top in _top_selects(qualified):
         key_expressions = _key_expressions(qualified, top, keys)
-        _check_top(top, key_expressions, keys, refuse)
+        _check_top(top, key_expressions, keys, refuse, subqueries(qualified, units))
         for key, expression in key_expressions.items():
             extended = _null_extended(top, expression)
             if extended is not None:
@@ -338,7 +404,7 @@ def analyze(
     occurrences = tuple(
         Occurrence(i, known[_table_key(t)]) for i, t in enumerate(upstream_tables(qualified))
     )
-    return JoinQuery(qualified, occurrences, keys, sql)
+    return JoinQuery(qualified, occurrences, keys, sql, units)
 
 
 def key_source(
@@ -427,8 +493,6 @@ def _check_constructs(tree: exp.Expr, refuse: Refuse) -> None:
             raise refuse(f"{node.key} (only union and union all)")
         if isinstance(node, exp.Join):
             _check_join(node, refuse)
-        if isinstance(node, exp.Select) and in_expression(node):
-            raise refuse("a subquery inside an expression (in, exists, or a scalar subquery)")
         name = _function_name(node)
         if name is not None and (
             name in NONDETERMINISTIC or isinstance(node, NONDETERMINISTIC_CLASSES)
@@ -492,13 +556,14 @@ def _check_top(
     key_expressions: Mapping[str, exp.Expr],
     keys: tuple[str, ...],
     refuse: Refuse,
+    semijoins: Sequence[exp.Select] = (),
 ) -> None:
     """An aggregation or window is allowed at the top only, grouped or partitioned by every key;
-    nowhere below it."""
+    nowhere below it but in an ``in`` subquery (semijoins.py)."""
     for inner in select.find_all(exp.Select):
         if inner is select:
             continue
-        if _aggregates(inner):
+        if _aggregates(inner) and not any(inner is s for s in semijoins):
             raise refuse("an aggregation inside a subquery (aggregate at the top of the query)")
         if any(owning_select(w) is inner for w in inner.find_all(exp.Window)):
             raise refuse("a window function inside a subquery")

@@ -25,6 +25,8 @@ from dbt.adapters.icetime.changes.keyed import (
     UpstreamColumns,
     recomputed_sql,
 )
+from dbt.adapters.icetime.planners.aggregates import AggregatePlan
+from dbt.adapters.icetime.planners.grouped import plan_query
 from dbt.adapters.icetime.planners.joins import JoinQuery, analyze
 from dbt.adapters.icetime.planners.sqltree import upstream_tables
 
@@ -256,6 +258,59 @@ def test_a_table_that_is_not_an_upstream_is_named() -> None:
         shape(f"select o.order_id from {ORD} o join icetime.other.lookup l on o.amount = l.amount")
     assert "icetime.other.lookup" in str(raised.value)
     assert "not one of its Iceberg upstreams" in str(raised.value)
+
+
+def _tpch(name: str, columns: str) -> UpstreamColumns:
+    names = tuple(c.split(":")[0] for c in columns.split())
+    types = tuple(c.split(":")[1] for c in columns.split())
+    return UpstreamColumns("icetime", "tpch", name, names, types)
+
+
+TPCH = (
+    _tpch(
+        "lineitem",
+        "l_orderkey:long l_suppkey:long l_quantity:decimal(15,2) l_commitdate:date "
+        "l_receiptdate:date",
+    ),
+    _tpch("orders", "o_orderkey:long o_custkey:long o_orderstatus:string"),
+    _tpch("supplier", "s_suppkey:long s_name:string s_nationkey:long"),
+    _tpch("nation", "n_nationkey:long n_name:string"),
+    _tpch("customer", "c_custkey:long c_phone:string c_acctbal:decimal(15,2)"),
+)
+
+
+def test_tpch_q21_is_kept_and_q22_refused_by_its_scalar_subquery() -> None:
+    q21 = analyze(
+        "select s_name, count(*) as numwait from icetime.tpch.supplier, icetime.tpch.lineitem "
+        "l1, icetime.tpch.orders, icetime.tpch.nation where s_suppkey = l1.l_suppkey and "
+        "o_orderkey = l1.l_orderkey and o_orderstatus = 'F' and l1.l_receiptdate > "
+        "l1.l_commitdate and exists (select * from icetime.tpch.lineitem l2 where "
+        "l2.l_orderkey = l1.l_orderkey and l2.l_suppkey <> l1.l_suppkey) and not exists "
+        "(select * from icetime.tpch.lineitem l3 where l3.l_orderkey = l1.l_orderkey and "
+        "l3.l_suppkey <> l1.l_suppkey and l3.l_receiptdate > l3.l_commitdate) and "
+        "s_nationkey = n_nationkey and n_name = 'SAUDI ARABIA' group by s_name",
+        TPCH,
+        ("s_name",),
+        "model.demo.q21",
+    )
+    # l1 and the two subqueries' reads (l2, l3) are one read of the delta rule
+    assert q21.units == ((0,), (1, 4, 5), (2,), (3,))
+    assert isinstance(plan_query(q21), AggregatePlan)  # its count kept from deltas
+    (unit,) = q21.semijoins.values()
+    assert [(s.anti, s.head_columns, s.member_columns) for s in unit.semijoins] == [
+        (False, ("l_orderkey",), ("l_orderkey",)),
+        (True, ("l_orderkey",), ("l_orderkey",)),
+    ]
+    with pytest.raises(errors.ConfigurationError, match="a scalar subquery"):
+        analyze(
+            "select substring(c_phone, 1, 2) as cntrycode, count(*) as numcust from "
+            "icetime.tpch.customer where c_acctbal > (select avg(c_acctbal) from "
+            "icetime.tpch.customer where c_acctbal > 0.00) and not exists (select * from "
+            "icetime.tpch.orders where o_custkey = c_custkey) group by substring(c_phone, 1, 2)",
+            TPCH,
+            ("cntrycode",),
+            "model.demo.q22",
+        )
 
 
 def test_sql_that_does_not_parse_is_refused() -> None:

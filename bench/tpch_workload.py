@@ -202,6 +202,18 @@ where o_orderkey in (select l_orderkey from {lineitem} group by l_orderkey
 group by c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice""",
     ("customer", "orders", "lineitem"),
 )
+# Q18 with its subquery in FROM, as some write it: the same rows
+Q18_DERIVED = Query(
+    "q18_derived",
+    ("o_orderkey",),
+    """select c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice, sum(l_quantity) as quantity
+from {customer}, {orders}, {lineitem},
+  (select l_orderkey as big_orderkey from {lineitem} group by l_orderkey
+    having sum(l_quantity) > 300) big
+where o_orderkey = big.big_orderkey and c_custkey = o_custkey and o_orderkey = l_orderkey
+group by c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice""",
+    ("customer", "orders", "lineitem"),
+)
 WIDE = Query(
     "wide",
     ("l_orderkey", "l_linenumber"),

@@ -313,6 +313,26 @@ def test_tpch_q21_is_kept_and_q22_refused_by_its_scalar_subquery() -> None:
         )
 
 
+def test_a_grouped_derived_table_joined_by_its_key_is_an_in_condition() -> None:
+    query = shape(
+        f"select o.order_id, o.amount from {ORD} o join (select customer_id, sum(amount) as t "
+        f"from {ORD} group by customer_id having sum(amount) > 3) big "
+        "on o.customer_id = big.customer_id"
+    )
+    (unit,) = query.semijoins.values()
+    assert (unit.head_columns, unit.semijoins[0].member_columns) == (
+        ("customer_id",),
+        ("customer_id",),
+    )
+    assert "IN (SELECT" in query.tree.sql(dialect="spark")
+    # read elsewhere (its sum selected), it is a derived table that aggregates: refused
+    with pytest.raises(errors.ConfigurationError, match="an aggregation inside a subquery"):
+        shape(
+            f"select o.order_id, big.t from {ORD} o join (select customer_id, sum(amount) as t "
+            f"from {ORD} group by customer_id) big on o.customer_id = big.customer_id"
+        )
+
+
 def test_sql_that_does_not_parse_is_refused() -> None:
     with pytest.raises(errors.ConfigurationError, match="cannot parse"):
         shape("select from where")
@@ -456,6 +476,12 @@ PROPERTY_QUERIES = {
         "group by c.region",
         ("region",),
     ),
+    "a grouped derived table joined by its key (TPC-H's Q18, derived)": (
+        "select c.region, sum(o.amount) as total from {c} c, {o} o, (select customer_id from "
+        "{o} group by customer_id having sum(amount) > 12) big where c.customer_id = "
+        "o.customer_id and o.customer_id = big.customer_id group by c.region",
+        ("region",),
+    ),
     "exists on the same upstream (TPC-H's Q21)": (
         "select o.order_id, o.customer_id from {o} o where exists (select * from {o} o2 "
         "where o2.customer_id = o.customer_id and o2.order_id <> o.order_id)",
@@ -575,8 +601,7 @@ def test_every_key_whose_row_changed_is_found(name: str) -> None:
         found: set[tuple[object, ...]] = set()
         for unit in query.units:
             rows = {
-                i: Read(f"select * from delta_{query.occurrences[i].upstream.table}")
-                for i in unit
+                i: Read(f"select * from delta_{query.occurrences[i].upstream.table}") for i in unit
             }
             sql = query.affected_keys_sql(unit[0], rows, reads["new"], reads["old"])
             found |= set(_run(db, sql))

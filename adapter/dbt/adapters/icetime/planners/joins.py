@@ -52,6 +52,7 @@ from dbt.adapters.icetime.planners.semijoins import (
     Unit,
     changed_keys_sql,
     condition_of,
+    derived_as_in,
     find_units,
     outer_columns,
     remove_condition,
@@ -380,6 +381,7 @@ def analyze(
         raise refuse(f"a column icetime cannot resolve ({_first_line(exc)})") from exc
     assert isinstance(qualified, exp.Query)
     _inline_ctes(qualified, refuse)
+    derived_as_in(qualified)
     read = [known[_table_key(t)] for t in upstream_tables(qualified)]
     units = find_units(qualified, read, refuse)
     _check_constructs(qualified, refuse)

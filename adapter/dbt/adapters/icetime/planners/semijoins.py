@@ -116,6 +116,91 @@ def find_units(
     return tuple(units)
 
 
+def derived_as_in(tree: exp.Query) -> None:
+    """Write each derived table that groups one upstream by one of its columns, and that its
+    select joins only by an equality of that column with a table's, as the ``in`` condition it
+    is (TPC-H's Q18 in its derived form): ``from t, (select k from r group by k having ...) d
+    where t.c = d.k`` keeps each row of ``t`` once when ``d`` has its ``c`` (a group is one row
+    per value), as ``t.c in (select k from r group by k having ...)`` does. Other derived
+    tables are left as they are (and refused when they aggregate)."""
+    for derived in list(tree.find_all(exp.Subquery)):
+        select = owning_select(derived)
+        join = derived.parent
+        if select is None or not isinstance(join, exp.Join) or join.side:
+            continue
+        if (join.kind or "").upper() not in ("", "INNER", "CROSS"):
+            continue
+        found = _grouped_key(derived)
+        if found is None:
+            continue
+        equality, head_column = _only_equality(select, derived, join, found)
+        if equality is None or head_column is None:
+            continue
+        inner = derived.this.copy()
+        key = next(e for e in inner.expressions if e.alias_or_name.lower() == found)
+        inner.set("expressions", [key])
+        condition = exp.In(this=head_column.copy(), query=exp.Subquery(this=inner))
+        if join.args.get("on") is equality:
+            join.set("on", None)
+        else:
+            remove_condition(equality)
+        join.pop()
+        where = select.args.get("where")
+        kept = [*conjuncts(where.this), condition] if where is not None else [condition]
+        select.set("where", exp.Where(this=exp.and_(*kept)))
+
+
+def _grouped_key(derived: exp.Subquery) -> str | None:
+    """The output name of a derived table's one group column, a column of the one table it
+    reads; None for any other derived table."""
+    inner = derived.this
+    if not isinstance(inner, exp.Select) or inner.args.get("joins"):
+        return None
+    group = inner.args.get("group")
+    if group is None or len(group.expressions) != 1:
+        return None
+    if not isinstance(group.expressions[0], exp.Column):
+        return None
+    if any(s is not inner for s in inner.find_all(exp.Select)):
+        return None
+    grouped = group.expressions[0].sql(dialect=DIALECT)
+    for expression in inner.expressions:
+        value = expression.this if isinstance(expression, exp.Alias) else expression
+        if value.sql(dialect=DIALECT) == grouped:
+            return str(expression.alias_or_name).lower()
+    return None
+
+
+def _only_equality(
+    select: exp.Select, derived: exp.Subquery, join: exp.Join, key: str
+) -> tuple[exp.Expr | None, exp.Column | None]:
+    """The one condition that reads the derived table, when it is ``<table>.<column> = d.key``
+    (a conjunct of the select's ``where`` or the join's whole ``on``), and that column."""
+    alias = derived.alias_or_name.lower()
+    reads = [c for c in select.find_all(exp.Column) if c.table.lower() == alias]
+    where = select.args.get("where")
+    candidates = list(conjuncts(where.this)) if where is not None else []
+    if join.args.get("on") is not None:
+        candidates.append(join.args["on"])
+    relations = sources(select)
+    for condition in candidates:
+        if not isinstance(condition, exp.EQ):
+            continue
+        sides = [condition.this, condition.expression]
+        if not all(isinstance(c, exp.Column) for c in sides):
+            continue
+        mine = [c for c in sides if c.table.lower() == alias]
+        other = [c for c in sides if c.table.lower() != alias]
+        if len(mine) != 1 or len(other) != 1 or mine[0].name.lower() != key:
+            continue
+        if not isinstance(relations.get(other[0].table.lower()), exp.Table):
+            continue
+        if all(any(c is r for c in mine) for r in reads):  # read nowhere else
+            assert isinstance(other[0], exp.Column)
+            return condition, other[0]
+    return None, None
+
+
 def condition_of(member: exp.Table) -> exp.Expr:
     """The ``where`` conjunct (``exists``, ``not exists``, ``in``) whose subquery reads
     ``member``."""

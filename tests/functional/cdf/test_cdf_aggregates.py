@@ -13,12 +13,14 @@ recomputes its affected keys. A `min` and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.icetime.planners import grouped
 from tests.support import (
     MOR,
     PackageProject,
@@ -110,7 +112,17 @@ def _row(i: int) -> str:
     return f"({i}, {region}, {amount}, {i % 5}, {i / 3}, '{'ab'[i % 2]}')"
 
 
-class TestAggregatesFromDeltas(PackageProject):
+class _Aggregates(PackageProject):
+    # Whether a run writes a small state table and model table whole again (OVERWRITE_ROWS).
+    overwrites = True
+
+    @pytest.fixture(scope="class", autouse=True)
+    def writes(self) -> Iterator[None]:
+        with pytest.MonkeyPatch.context() as patch:
+            if not self.overwrites:  # every table merged, as tables of many rows are
+                patch.setattr(grouped, "OVERWRITE_ROWS", -1)
+            yield
+
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         out = {"sources.yml": raw_sources("sales", "zones")}
@@ -172,7 +184,18 @@ class TestAggregatesFromDeltas(PackageProject):
             ("NEW", 1)
         ]
         assert rows(project, "select count(*) from {s}.by_region where region is null") == [(0,)]
+        # a merge writes position deletes into the merge-on-read state; an overwrite none
+        deletes = rows(project, "select count(*) from {s}.by_region__icetime_groups.delete_files")
+        assert (deletes[0][0] == 0) == self.overwrites, deletes
 
+
+class TestAggregatesMerged(_Aggregates):
+    """The steps with every write a ``MERGE``."""
+
+    overwrites = False
+
+
+class TestAggregatesFromDeltas(_Aggregates):
     def test_a_rebuild_by_choice_builds_the_table_alone(self, project: Any) -> None:
         def run(refresh: str) -> dict[str, Any]:
             args = ["run", "--select", "chosen", "--vars", f"{{refresh: {refresh}}}"]

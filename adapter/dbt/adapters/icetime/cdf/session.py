@@ -301,5 +301,6 @@ class CdfSession:
         types = {c.name.lower(): c.dtype for c in columns}
         outputs = {o.name.lower() for o in grouped.plan.outputs}
         written = [c.name for c in columns if c.name.lower() in outputs]
-        statements: dict[str, str] = grouped.statements(types, written)
+        partitioned = bool(model.get("config", {}).get("partition_by"))
+        statements: dict[str, str] = grouped.statements(types, written, partitioned)
         return statements

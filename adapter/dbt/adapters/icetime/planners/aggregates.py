@@ -227,6 +227,30 @@ class AggregatePlan:
             f"values ({', '.join(f'{u}.{n}' for n in names)})"
         )
 
+    def state_overwrite_sql(self, table: str, state: str, delta: str, rows: str) -> str:
+        """Write the whole state again: ``state`` (the table as the run planned from it) but
+        the groups of ``delta``, then the touched groups' new state (``rows``) but the emptied."""
+        names = ", ".join(quote_identifier(c) for c in self.state_columns)
+        return self._overwrite_sql(table, names, state, delta, rows)
+
+    def target_overwrite_sql(
+        self, table: str, delta: str, rows: str, columns: Sequence[str]
+    ) -> str:
+        """Write the model's whole table again, in its ``columns``: its rows but the groups of
+        ``delta``, then those groups' new rows (``rows``: ``finalize_sql``) but the emptied."""
+        names = ", ".join(quote_identifier(c) for c in columns)
+        return self._overwrite_sql(table, names, table, delta, rows)
+
+    def _overwrite_sql(self, table: str, names: str, kept: str, delta: str, rows: str) -> str:
+        k, d = "icetime_kept", DELTA_ALIAS
+        count = quote_identifier(COUNT)
+        return (
+            f"insert overwrite {table} ({names})\n"
+            f"select {names} from {kept} as {k} left anti join {delta} as {d} "
+            f"on {self.match(k, d)}\n"
+            f"union all\nselect {names} from {rows} where {count} > 0"
+        )
+
     def target_merge_sql(self, table: str, rows: str, columns: Sequence[str]) -> str:
         """Write the touched groups' model rows (``rows``: ``finalize_sql`` of the new state)
         to the model's table, in its ``columns``: a group that emptied is deleted."""

@@ -48,6 +48,13 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.keyed import KEYS_ALIAS, NULL_SAFE, Read, UpstreamColumns
+from dbt.adapters.icetime.planners.lineage import (
+    equalities,
+    key_source,
+    keyed_expressions,
+    outer_left,
+    top_selects,
+)
 from dbt.adapters.icetime.planners.semijoins import (
     Unit,
     changed_keys_sql,
@@ -59,51 +66,26 @@ from dbt.adapters.icetime.planners.semijoins import (
     subqueries,
     unit_side_sql,
 )
+from dbt.adapters.icetime.planners.shapes import (
+    check_constructs,
+    check_tables,
+    check_top,
+    inline_ctes,
+    null_extended,
+    table_key,
+)
 from dbt.adapters.icetime.planners.sqltree import (
     DIALECT,
     conjuncts,
-    contains,
     owning_select,
     relation,
     sources,
-    unaliased,
     upstream_tables,
 )
 from dbt.adapters.icetime.sql import quote_identifier
 
 Refuse = Callable[[str], errors.ConfigurationError]
 KEYED_ALIAS = "icetime_keyed"
-
-# Functions whose value is not a function of the row: a recomputed key would not get the value
-# the rebuild gets. By Spark's names (sqlglot parses some to classes, the rest as anonymous).
-NONDETERMINISTIC = frozenset(
-    {
-        "current_date",
-        "current_time",
-        "current_timestamp",
-        "current_timezone",
-        "input_file_block_length",
-        "input_file_block_start",
-        "input_file_name",
-        "localtimestamp",
-        "monotonically_increasing_id",
-        "now",
-        "rand",
-        "randn",
-        "random",
-        "shuffle",
-        "spark_partition_id",
-        "uuid",
-    }
-)
-NONDETERMINISTIC_CLASSES: tuple[type[exp.Expr], ...] = (
-    exp.CurrentDate,
-    exp.CurrentTime,
-    exp.CurrentTimestamp,
-    exp.Rand,
-    exp.Randn,
-    exp.Uuid,
-)
 
 
 @dataclass(frozen=True)
@@ -222,7 +204,7 @@ class JoinQuery:
         }
         upstreams = {id(t): o.upstream for t, o in zip(tables, self.occurrences, strict=True)}
         found = []
-        for (a, a_column), (b, b_column) in _equalities(tree, tables[0], upstreams):
+        for (a, a_column), (b, b_column) in equalities(tree, tables[0], upstreams):
             if a in place and b in place and place[a] != place[b]:
                 found.append(((place[a], a_column), (place[b], b_column)))
         return found
@@ -367,7 +349,7 @@ def analyze(
         raise refuse("something other than one query")
     tree = statements[0]
     known = {u.key: u for u in upstreams}
-    _check_tables(tree, known, model)
+    check_tables(tree, known, model)
     # Column names are all qualify needs (to expand stars and resolve columns); not types.
     schema: dict[str, object] = {}
     for upstream in upstreams:
@@ -380,11 +362,11 @@ def analyze(
     except OptimizeError as exc:
         raise refuse(f"a column icetime cannot resolve ({_first_line(exc)})") from exc
     assert isinstance(qualified, exp.Query)
-    _inline_ctes(qualified, refuse)
+    inline_ctes(qualified, refuse)
     derived_as_in(qualified)
-    read = [known[_table_key(t)] for t in upstream_tables(qualified)]
+    read = [known[table_key(t)] for t in upstream_tables(qualified)]
     units = find_units(qualified, read, refuse)
-    _check_constructs(qualified, refuse)
+    check_constructs(qualified, refuse)
     keys = tuple(k.lower() for k in unique_key)
     outputs = [name.lower() for name in qualified.named_selects]
     missing = [k for k in keys if k not in outputs]
@@ -393,315 +375,20 @@ def analyze(
             f"a unique_key column the query does not select ({', '.join(missing)}; it selects "
             f"{', '.join(outputs)})"
         )
-    for top in _top_selects(qualified):
-        key_expressions = _key_expressions(qualified, top, keys)
-        _check_top(top, key_expressions, keys, refuse, subqueries(qualified, units))
+    for top in top_selects(qualified):
+        key_expressions = keyed_expressions(qualified, top, keys)
+        check_top(top, key_expressions, keys, refuse, subqueries(qualified, units))
         for key, expression in key_expressions.items():
-            extended = _null_extended(top, expression)
+            extended = null_extended(top, expression)
             if extended is not None:
                 raise refuse(
                     f"a unique_key column read from the right side of a left join ({key} reads "
                     f"{extended}; take the key from its left side)"
                 )
     occurrences = tuple(
-        Occurrence(i, known[_table_key(t)]) for i, t in enumerate(upstream_tables(qualified))
+        Occurrence(i, known[table_key(t)]) for i, t in enumerate(upstream_tables(qualified))
     )
     return JoinQuery(qualified, occurrences, keys, sql, units)
-
-
-def key_source(
-    tree: exp.Query,
-    table: exp.Table,
-    keys: Sequence[str],
-    occurrences: Sequence[Occurrence],
-) -> tuple[str, ...] | None:
-    """The columns of the upstream read at ``table`` that equal the query's ``keys`` in every
-    output row whose lineage holds one of its rows, or None.
-
-    A key column traced, through projections and derived tables, to a column of that read, or
-    to a column an equality ties it to (a ``where`` conjunct, an inner join's ``on``, or the
-    ``on`` of the left join that reads it), both of one type: the keys its changes touch are
-    then their own values of those columns, both images, read without any other upstream.
-    """
-    top = next((s for s in _top_selects(tree) if contains(s, table)), None)
-    if top is None:
-        return None
-    upstreams = {id(t): o.upstream for t, o in zip(upstream_tables(tree), occurrences, strict=True)}
-    key_expressions = _key_expressions(tree, top, keys)
-    found = []
-    for key in keys:
-        expression = key_expressions.get(key)
-        column = (
-            _trace(top, expression, table, upstreams)
-            if isinstance(expression, exp.Column)
-            else None
-        )
-        if column is None:
-            return None
-        found.append(column)
-    return tuple(found)
-
-
-def _check_tables(
-    tree: exp.Expr,
-    known: Mapping[tuple[str, str, str], UpstreamColumns],
-    model: str,
-) -> None:
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    for table in upstream_tables(tree):
-        if not table.db and table.name.lower() in ctes:
-            continue
-        if _table_key(table) not in known:
-            raise errors.ConfigurationError(
-                errors.CDF_JOIN_NOT_UPSTREAM.format(
-                    model=model, table=".".join(p for p in _table_key(table) if p)
-                )
-            )
-
-
-def _table_key(table: exp.Table) -> tuple[str, str, str]:
-    return (table.catalog.lower(), table.db.lower(), table.name.lower())
-
-
-def _inline_ctes(tree: exp.Expr, refuse: Refuse) -> None:
-    """Replace each reference to a ``with`` query by the query itself, so that every read of an
-    upstream is one occurrence (a query named once and read twice is read twice)."""
-    for with_ in list(tree.find_all(exp.With)):
-        if with_.args.get("recursive"):
-            raise refuse("a recursive with")
-        scope = with_.parent
-        assert scope is not None
-        for cte in list(with_.expressions):
-            name = cte.alias_or_name.lower()
-            for table in list(scope.find_all(exp.Table)):
-                if not table.db and table.name.lower() == name:
-                    alias = table.alias_or_name
-                    table.replace(
-                        exp.Subquery(
-                            this=cte.this.copy(),
-                            alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
-                        )
-                    )
-        with_.pop()
-
-
-def _check_constructs(tree: exp.Expr, refuse: Refuse) -> None:
-    for node in tree.walk(bfs=False):
-        if isinstance(node, exp.Limit | exp.Offset | exp.Fetch):
-            raise refuse("limit")
-        if isinstance(node, exp.TableSample):
-            raise refuse("tablesample")
-        if isinstance(node, exp.Intersect | exp.Except):
-            raise refuse(f"{node.key} (only union and union all)")
-        if isinstance(node, exp.Join):
-            _check_join(node, refuse)
-        name = _function_name(node)
-        if name is not None and (
-            name in NONDETERMINISTIC or isinstance(node, NONDETERMINISTIC_CLASSES)
-        ):
-            raise refuse(f"the non-deterministic function {name}()")
-
-
-def _check_join(join: exp.Join, refuse: Refuse) -> None:
-    side = (join.side or "").upper()
-    kind = (join.kind or "").upper()
-    if side in ("RIGHT", "FULL"):
-        raise refuse(f"a {side.lower()} join (write it as a left join)")
-    if kind == "ANTI":
-        raise refuse("an anti join")
-    if kind not in ("", "INNER", "OUTER", "CROSS", "SEMI"):
-        raise refuse(f"a {kind.lower()} join")
-    operand = join.this
-    if isinstance(operand, exp.Table | exp.Subquery) and operand.args.get("joins"):
-        raise refuse("a parenthesized join (join its tables one after another)")
-
-
-def _function_name(node: exp.Expr) -> str | None:
-    if isinstance(node, exp.Anonymous):
-        return str(node.name).lower()
-    if isinstance(node, exp.Func):
-        return node.sql_name().lower()
-    return None
-
-
-def _top_selects(tree: exp.Query) -> list[exp.Select]:
-    """The top of the query: the root select, or each branch of a top-level union."""
-    if isinstance(tree, exp.SetOperation):
-        return [s for side in (tree.left, tree.this, tree.expression) for s in _tops_of(side)]
-    return _tops_of(tree)
-
-
-def _tops_of(node: exp.Expr | None) -> list[exp.Select]:
-    if isinstance(node, exp.Select):
-        return [node]
-    if isinstance(node, exp.Subquery):
-        return _tops_of(node.this)
-    if isinstance(node, exp.SetOperation):
-        return [*_tops_of(node.this), *_tops_of(node.expression)]
-    return []
-
-
-def _key_expressions(tree: exp.Query, top: exp.Select, keys: Sequence[str]) -> dict[str, exp.Expr]:
-    """What each key column is in one top select (a union's branch gives its columns by
-    position, under the first branch's names)."""
-    names = [n.lower() for n in tree.named_selects]
-    found = {}
-    for key in keys:
-        position = names.index(key) if key in names else None
-        if position is not None and position < len(top.expressions):
-            found[key] = unaliased(top.expressions[position])
-    return found
-
-
-def _check_top(
-    select: exp.Select,
-    key_expressions: Mapping[str, exp.Expr],
-    keys: tuple[str, ...],
-    refuse: Refuse,
-    semijoins: Sequence[exp.Select] = (),
-) -> None:
-    """An aggregation or window is allowed at the top only, grouped or partitioned by every key;
-    nowhere below it but in an ``in`` subquery (semijoins.py)."""
-    for inner in select.find_all(exp.Select):
-        if inner is select:
-            continue
-        if _aggregates(inner) and not any(inner is s for s in semijoins):
-            raise refuse("an aggregation inside a subquery (aggregate at the top of the query)")
-        if any(owning_select(w) is inner for w in inner.find_all(exp.Window)):
-            raise refuse("a window function inside a subquery")
-    key_sql = {k: e.sql(dialect=DIALECT) for k, e in key_expressions.items()}
-    if _aggregates(select) and not select.args.get("distinct"):
-        group = select.args.get("group")
-        grouped = {e.sql(dialect=DIALECT) for e in group.expressions} if group else set()
-        outside = [k for k, text in key_sql.items() if text not in grouped]
-        if outside or len(key_sql) < len(keys):
-            raise refuse(
-                "an aggregation that does not group by every unique_key column"
-                + (f" ({', '.join(outside)})" if outside else "")
-            )
-    for window in select.find_all(exp.Window):
-        if owning_select(window) is not select:
-            continue
-        partition = {e.sql(dialect=DIALECT) for e in window.args.get("partition_by") or []}
-        if any(text not in partition for text in key_sql.values()) or len(key_sql) < len(keys):
-            raise refuse(
-                f"a window function over a partition other than the unique_key "
-                f"({window.sql(dialect=DIALECT)})"
-            )
-
-
-def _aggregates(select: exp.Select) -> bool:
-    if select.args.get("group") or select.args.get("having"):
-        return True
-    return any(
-        owning_select(agg) is select and not agg.find_ancestor(exp.Window)
-        for agg in select.find_all(exp.AggFunc)
-    )
-
-
-ColumnRef = tuple[str, str]  # (relation alias, column name), lower case
-
-
-def _projection(select: exp.Select, name: str) -> exp.Expr | None:
-    by_name = {e.alias_or_name.lower(): unaliased(e) for e in select.expressions}
-    return by_name.get(name)
-
-
-def _column_type(
-    select: exp.Select, ref: ColumnRef, upstreams: Mapping[int, UpstreamColumns]
-) -> str | None:
-    """The Iceberg type of a column a select reads, when it is an upstream's column passed
-    through unchanged."""
-    node = sources(select).get(ref[0])
-    if isinstance(node, exp.Table) and id(node) in upstreams:
-        return upstreams[id(node)].type_of(ref[1])
-    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
-        inner = _projection(node.this, ref[1])
-        if isinstance(inner, exp.Column):
-            return _column_type(node.this, _ref(inner), upstreams)
-    return None
-
-
-def _ref(column: exp.Column) -> ColumnRef:
-    return (column.table.lower(), column.name.lower())
-
-
-def _equalities(
-    select: exp.Select, table: exp.Table, upstreams: Mapping[int, UpstreamColumns]
-) -> list[tuple[ColumnRef, ColumnRef]]:
-    """The column equalities that hold in every row of ``select`` fed by ``table``: its
-    ``where`` conjuncts, its inner joins' conditions and the condition of the left join that
-    reads ``table`` (a left join's other rows may be null-extended). Only between columns of
-    one known type: a comparison across types casts, and equal values may differ."""
-    conditions = conjuncts(select.args["where"].this) if select.args.get("where") else []
-    for join in select.args.get("joins") or []:
-        inner = not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
-        if (inner or (_outer_left(join) and contains(join.this, table))) and join.args.get("on"):
-            conditions += conjuncts(join.args["on"])
-    pairs = []
-    for condition in conditions:
-        if isinstance(condition, exp.EQ):
-            left, right = condition.this, condition.expression
-            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                a, b = _ref(left), _ref(right)
-                kind = _column_type(select, a, upstreams)
-                if kind is not None and kind == _column_type(select, b, upstreams):
-                    pairs.append((a, b))
-    return pairs
-
-
-def _trace(
-    select: exp.Select,
-    column: exp.Column,
-    table: exp.Table,
-    upstreams: Mapping[int, UpstreamColumns],
-) -> str | None:
-    """The column of ``table`` that ``column`` (read by ``select``) equals in every row of
-    ``select`` fed by ``table``, or None."""
-    relations = sources(select)
-    edges = _equalities(select, table, upstreams)
-    start = _ref(column)
-    seen, pending = {start}, [start]
-    while pending:
-        ref = pending.pop()
-        node = relations.get(ref[0])
-        if node is table:
-            return ref[1]
-        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
-            inner = _projection(node.this, ref[1])
-            if isinstance(inner, exp.Column) and contains(node, table):
-                found = _trace(node.this, inner, table, upstreams)
-                if found is not None:
-                    return found
-        for a, b in edges:
-            for this, other in ((a, b), (b, a)):
-                if this == ref and other not in seen:
-                    seen.add(other)
-                    pending.append(other)
-    return None
-
-
-def _null_extended(select: exp.Select, expression: exp.Expr) -> str | None:
-    """A column ``expression`` reads from the right side of a left join (in ``select`` or in
-    the derived tables it reads), as SQL, or None. A change there can turn the key of a left
-    row into another value (a vanished match makes it null) that no change row holds."""
-    relations = sources(select)
-    extended = {
-        join.this.alias_or_name.lower()
-        for join in select.args.get("joins") or []
-        if _outer_left(join)
-    }
-    for column in expression.find_all(exp.Column):
-        alias = column.table.lower()
-        if alias in extended:
-            return column.sql(dialect=DIALECT)
-        node = relations.get(alias)
-        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
-            inner = _projection(node.this, column.name.lower())
-            found = _null_extended(node.this, inner) if inner is not None else None
-            if found is not None:
-                return found
-    return None
 
 
 def _table_span(text: str, table: exp.Table) -> tuple[int, int] | None:
@@ -734,7 +421,7 @@ def _keep_changes_visible(changed: exp.Expr) -> None:
     node: exp.Expr = changed
     while node.parent is not None:
         parent = node.parent
-        if isinstance(parent, exp.Join) and node is parent.this and _outer_left(parent):
+        if isinstance(parent, exp.Join) and node is parent.this and outer_left(parent):
             parent.set("side", None)
             parent.set("kind", None)
             hidden.add(node.alias_or_name.lower())
@@ -759,13 +446,6 @@ def _other_branches_empty(changed: exp.Expr) -> None:
             empty = exp.select("*").from_(other.subquery("icetime_unchanged")).where("false")
             other.replace(empty)
         node = parent
-
-
-def _outer_left(join: exp.Join) -> bool:
-    return (join.side or "").upper() == "LEFT" and (join.kind or "").upper() not in (
-        "SEMI",
-        "ANTI",
-    )
 
 
 def _drop_conditions(select: exp.Select, hidden: set[str]) -> None:

@@ -239,3 +239,34 @@ def test_a_keyed_run_pays_for_the_target_files_its_keys_spread_over() -> None:
     assert "100.0 MB of the target rewritten" in rewriting.describe()
     merge_on_read = replace(rewriting, rewrite_s_per_mb=cost.MOR_REWRITE_S_PER_MB)
     assert merge_on_read.choice == cost.INCREMENTAL
+
+
+def test_a_read_filtered_by_subqueries_is_priced_at_both_versions() -> None:
+    from dbt.adapters.icetime.changes.choice import _joined_bytes
+    from dbt.adapters.icetime.changes.keyed import UpstreamColumns
+    from dbt.adapters.icetime.planners.joins import analyze
+
+    lineitem = UpstreamColumns("c", "s", "lineitem", ("l_orderkey", "q"), ("long", "int"))
+    orders = UpstreamColumns("c", "s", "orders", ("o_orderkey", "p"), ("long", "string"))
+    sizes = {lineitem.key: 600 * MB, orders.key: 150 * MB}
+    joined = analyze(
+        "select p, count(*) as n from c.s.orders, c.s.lineitem "
+        "where o_orderkey = l_orderkey group by p",
+        (lineitem, orders),
+        ("p",),
+        "model.demo.q",
+    )
+    # each changed read joins the other upstream once
+    assert _joined_bytes(joined, sizes, {lineitem.key}, True) == 150 * MB
+    filtered = analyze(
+        "select p, count(*) as n from c.s.orders where exists "
+        "(select 1 from c.s.lineitem where l_orderkey = o_orderkey) group by p",
+        (lineitem, orders),
+        ("p",),
+        "model.demo.q4",
+    )
+    # the head and its subquery's read, at the new snapshots and at the watermarks: 2 x 750 MB,
+    # whichever of them changed
+    for changed in ({lineitem.key}, {orders.key}, {lineitem.key, orders.key}):
+        assert _joined_bytes(filtered, sizes, changed, True) == 1500 * MB
+    assert _joined_bytes(filtered, sizes, set(), True) == 0

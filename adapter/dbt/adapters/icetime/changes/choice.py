@@ -36,6 +36,7 @@ from dbt.adapters.icetime.changes.plan import COMPACTION
 from dbt.adapters.icetime.changes.reads import changed_bytes, changed_records, table_bytes
 from dbt.adapters.icetime.changes.upstream import (
     Upstream,
+    UpstreamKey,
     changed,
     feed_touched,
     file_count,
@@ -81,6 +82,29 @@ def upstream_estimate(
     return Estimate(touched, full_bytes, full_files, refresh, fixed, rates, factors=dict(factors))
 
 
+def _joined_bytes(
+    query: KeyedQuery,
+    sizes: Mapping[UpstreamKey, int],
+    changed_keys: set[UpstreamKey],
+    grouped: bool,
+) -> int:
+    """What the renderings of the changed reads scan (``KeyedQuery.units``): each read alone
+    joins every other upstream (unless its change rows are the keys); a read filtered by
+    subqueries reads its own upstreams at both versions too (planners/semijoins.py: only their
+    rows of the changed correlation values, which bound no file range when they are random)."""
+    total = sum(sizes.values())
+    joined = 0
+    for unit in query.units:
+        keys = [query.occurrences[i].upstream.key for i in unit]
+        if not changed_keys.intersection(keys):
+            continue
+        if len(unit) > 1:
+            joined += total + sum(sizes[k] for k in keys)
+        elif grouped or unit[0] not in query.key_sources:
+            joined += total - sizes[keys[0]]
+    return joined
+
+
 def query_estimate(
     estimate: Estimate,
     upstreams: Iterable[Upstream],
@@ -97,12 +121,8 @@ def query_estimate(
     sizes = {upstream_key(u.table): table_bytes(u.metadata, u.to_snapshot) or 0 for u in upstreams}
     total = sum(sizes.values())
     changed_keys = {upstream_key(u.table) for u in upstreams if changed(u)}
-    joined = sum(
-        total - sizes[o.upstream.key]
-        for o in query.occurrences
-        if o.upstream.key in changed_keys and (grouped or o.index not in query.key_sources)
-    )
-    scan = joined + (total if rescans or not grouped else 0)
+    scan = _joined_bytes(query, sizes, changed_keys, grouped)
+    scan += total if rescans or not grouped else 0
     # A rebuild reads every upstream, changed or not (each changed one alone was counted).
     files = sum(file_count(u.metadata, u.to_snapshot) or 0 for u in upstreams)
     # Its incremental side handles the changed rows, not every row of the touched files: a

@@ -193,12 +193,10 @@ class GroupedRun:
         if run.rescans:  # a group lost a row under a min or max: aggregated again
             sql = self.plan.extremes_sql(self._at_new_versions(), quote_identifier(delta))
             extremes = quote_identifier(self._view("extremes", sql))
-        groups = quote_identifier(
-            self._view(
-                "groups", self.plan.new_state_sql(quote_identifier(delta), state, error, extremes)
-            )
-        )
-        written = quote_identifier(self._view("rows", self.plan.finalize_sql(groups, types)))
+        # The touched groups' new state and rows are subqueries of the writes, not views: a
+        # view is one more analysis of the whole plan (0.12 s each on TPC-H's Q4).
+        groups = f"(\n{self.plan.new_state_sql(quote_identifier(delta), state, error, extremes)}\n)"
+        written = f"(\n{self.plan.finalize_sql(groups, types)}\n)"
         return self._writes(state, quote_identifier(delta), groups, written, columns, partitioned)
 
     def _writes(

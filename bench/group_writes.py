@@ -5,7 +5,8 @@ This measures both ways of writing the same change into a table of N rows (a gro
 count and a decimal sum; merge-on-read, no shuffle before the write, as the state table):
 
 - merge: `MERGE` of 1,500 touched groups (their new state from a join with the table);
-- overwrite: `INSERT OVERWRITE` of the table's rows but the touched groups, then their new rows.
+- overwrite: `INSERT OVERWRITE` of the table's rows but the touched groups, then their new rows,
+  in one file (`COALESCE(1)`).
 
 Each is repeated --repeat times (default 5) on its own table, in one embedded Spark session;
 the table gives the median and range, and the table's data and delete files after the repeats.
@@ -38,10 +39,11 @@ when matched and u.n = 0 then delete
 when matched then update set t.n = u.n, t.s = u.s
 when not matched and u.n > 0 then insert (g, n, s) values (u.g, u.n, u.s)"""
 OVERWRITE = """insert overwrite {t} (g, n, s)
+select /*+ COALESCE(1) */ * from (
 select g, n, s from {t} as k left anti join delta as d on k.g <=> d.g
 union all
 select d.g, coalesce(s.n, 0) + d.n, coalesce(s.s, 0) + d.s
-from delta d left join {t} s on s.g <=> d.g where coalesce(s.n, 0) + d.n > 0"""
+from delta d left join {t} s on s.g <=> d.g where coalesce(s.n, 0) + d.n > 0)"""
 
 
 def main() -> None:

@@ -270,3 +270,29 @@ def test_a_read_filtered_by_subqueries_is_priced_at_both_versions() -> None:
     for changed in ({lineitem.key}, {orders.key}, {lineitem.key, orders.key}):
         assert _joined_bytes(filtered, sizes, changed, True) == 1500 * MB
     assert _joined_bytes(filtered, sizes, set(), True) == 0
+
+
+def test_auto_tries_an_incremental_side_it_never_ran_once_when_it_is_close() -> None:
+    # By the rates: incremental 1.2x the rebuild, then 2x
+    full = Estimate(Touched(0, 0), 580 * MB, 100, cost.AUTO).full_s
+    assert full is not None
+    for ratio, tried in ((1.2, True), (2.0, False)):
+        touched = int((full * ratio - cost.FIXED_INCREMENTAL_S) / cost.INCREMENTAL_S_PER_MB * MB)
+        never_run = Estimate(Touched(10, touched), 580 * MB, 100, cost.AUTO, untried=True)
+        assert never_run.exploring is tried
+        assert never_run.choice == (cost.INCREMENTAL if tried else cost.FULL)
+        assert ("tried once" in never_run.describe()) is tried
+        # a model that ran it once is measured: the cheaper side by its factors
+        measured = replace(never_run, untried=False)
+        assert (measured.exploring, measured.choice) == (False, cost.FULL)
+        # a forced side is never explored
+        forced = replace(never_run, setting=cost.FULL)
+        assert (forced.exploring, forced.choice) == (False, cost.FULL)
+
+
+def test_untried_is_a_rebuild_measured_and_no_incremental_run() -> None:
+    run = cost.Measured(2.0, 2.0)
+    assert cost.untried({cost.FULL: run})
+    assert not cost.untried({})  # a first run: nothing measured, nothing explored
+    assert not cost.untried({cost.FULL: run, cost.INCREMENTAL: run})
+    assert not cost.untried({cost.FULL: run, cost.DELETES: run})

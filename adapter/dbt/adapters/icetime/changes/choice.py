@@ -55,6 +55,7 @@ def upstream_estimate(
     mode: str,
     refresh: str,
     factors: Mapping[str, float],
+    untried: bool = False,
 ) -> Estimate:
     """The run's estimate with ``upstream``'s planned range (its feed) added to ``previous``."""
     change_range, feed = upstream.change_range, upstream.feed
@@ -79,7 +80,10 @@ def upstream_estimate(
     fixed = FIXED_INCREMENTAL_S + WHOLE_AGGREGATION_S if mode in PER_COMMIT else FIXED_FULL_S
     earlier = previous is not None and previous.rates == OBJECT_STORAGE
     rates = OBJECT_STORAGE if earlier else rates_of([upstream])
-    return Estimate(touched, full_bytes, full_files, refresh, fixed, rates, factors=dict(factors))
+    return Estimate(
+        touched, full_bytes, full_files, refresh, fixed, rates, factors=dict(factors),
+        untried=untried,
+    )  # fmt: skip
 
 
 def _joined_bytes(

@@ -32,6 +32,7 @@ from dbt.adapters.icetime.changes.cost import (
     Estimate,
     factors_for,
     measured_runs,
+    untried,
 )
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.files import Touched
@@ -257,8 +258,9 @@ class ChangeRun:
             return  # planned and chosen once every upstream is added (choose_by_query)
         self._plan_feed(upstream)
         estimate = upstream_estimate(
-            self.estimate, upstream, self.mode, self.refresh, self._factors()
-        )
+            self.estimate, upstream, self.mode, self.refresh, self._factors(),
+            untried(self.measured),
+        )  # fmt: skip
         self.estimate = rewrite_estimate(
             estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
         )
@@ -292,7 +294,7 @@ class ChangeRun:
         upstreams = list(self.upstreams.values())
         start = Estimate(
             Touched(), None, None, self.refresh, rates=rates_of(upstreams),
-            factors=self._factors(),
+            factors=self._factors(), untried=untried(self.measured),
         )  # fmt: skip
         if self._choose_by(start, upstreams):  # no feed planned yet: no touched bytes
             return

@@ -38,7 +38,7 @@ keys (``JoinQuery.restricted_sql``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -84,7 +84,6 @@ from dbt.adapters.icetime.planners.sqltree import (
 )
 from dbt.adapters.icetime.sql import quote_identifier
 
-Refuse = Callable[[str], errors.ConfigurationError]
 KEYED_ALIAS = "icetime_keyed"
 
 

@@ -32,13 +32,13 @@ exists``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.changes.keyed import KEYS_ALIAS, Read, UpstreamColumns
+from dbt.adapters.icetime.planners.shapes import Refuse
 from dbt.adapters.icetime.planners.sqltree import (
     DIALECT,
     conjuncts,
@@ -50,7 +50,6 @@ from dbt.adapters.icetime.planners.sqltree import (
 )
 from dbt.adapters.icetime.sql import quote_identifier
 
-Refuse = Callable[[str], errors.ConfigurationError]
 READ_ALIAS = "icetime_read"
 
 

@@ -209,6 +209,8 @@ class TestAggregatesFromDeltas(_Aggregates):
         sql(project, "insert into {s}.sales values (40, 'EU', 4.00, 2, 1.0, 'a')")
         forced = run("full")  # no state written, and the stale one dropped
         assert (forced["cdf_refresh"], forced["state"]) == ("full", False), forced
+        idle = run("incremental")  # nothing changed: nothing to apply, nothing rebuilt
+        assert (idle["cdf_refresh"], idle["state"]) == ("incremental", False), idle
         sql(project, "delete from {s}.sales where id = 40")
         again = run("incremental")  # no state: both are built again
         assert (again["cdf_refresh"], again["state"]) == ("full", True), again

@@ -105,8 +105,10 @@ class GroupedRun:
     def check(self) -> None:
         """Once the run chose to read changes: make it a rebuild unless the state table holds
         exactly the model's state and plan. A rebuild by choice needs no state (it builds the
-        model's table alone and drops the state table: cdf.sql)."""
-        if self.run.full:
+        model's table alone and drops the state table: cdf.sql); nor does a run with no change
+        to apply (the model's table is its upstreams' already: a missing state is built by the
+        next run that has changes)."""
+        if self.run.full or not self.run.changed_upstreams():
             return
         reason = self._out_of_step()
         if reason is not None:

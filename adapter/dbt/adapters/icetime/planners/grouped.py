@@ -167,6 +167,7 @@ class GroupedRun:
         new, old = run.version_reads()
         upstreams = {upstream_key(u.table): u for u in run.upstreams.values()}
         deltas = []
+        bounding = _Bounds(self.query, upstreams)  # each staged column read once
         for unit in self.query.units:
             rows = {
                 i: _signed(upstream)
@@ -175,7 +176,7 @@ class GroupedRun:
             }
             if not rows:
                 continue
-            bounds = _Bounds(self.query, upstreams).of(unit)
+            bounds = bounding.of(unit)
             changes = self.query.changes_of(unit[0], rows, new, old, bounds, SIGN)
             tree, replaced = self.query.rendering(unit[0], changes, new, old, bounds)
             sign = exp.column(SIGN, table=replaced.alias_or_name, quoted=True)

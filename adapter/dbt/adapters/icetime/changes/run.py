@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -258,9 +259,8 @@ class ChangeRun:
             return  # planned and chosen once every upstream is added (choose_by_query)
         self._plan_feed(upstream)
         estimate = upstream_estimate(
-            self.estimate, upstream, self.mode, self.refresh, self._factors(),
-            untried(self.measured),
-        )  # fmt: skip
+            self.estimate, upstream, self.mode, self.refresh, **self._scaling()
+        )
         self.estimate = rewrite_estimate(
             estimate, self.target_metadata, self.upstreams.values(), self.mode, self.grouped
         )
@@ -271,9 +271,11 @@ class ChangeRun:
         else:
             self._rebuild_by_choice(self.estimate)
 
-    def _factors(self) -> dict[str, float]:
-        """Each side's scale from the model's last measured runs of this run's kind."""
-        return factors_for(self.measured, has_deletes(self.upstreams.values()))
+    def _scaling(self) -> dict[str, Any]:
+        """What the model's last measured runs make of an estimate (cost.py): each side's
+        factor for this run's kind, and whether its incremental side was never run."""
+        factors = factors_for(self.measured, has_deletes(self.upstreams.values()))
+        return {"factors": factors, "untried": untried(self.measured)}
 
     def _plan_feed(self, upstream: Upstream) -> None:
         """The files its range's commits touched, from the manifests (changes/files.py)."""
@@ -294,7 +296,7 @@ class ChangeRun:
         upstreams = list(self.upstreams.values())
         start = Estimate(
             Touched(), None, None, self.refresh, rates=rates_of(upstreams),
-            factors=self._factors(), untried=untried(self.measured),
+            **self._scaling(),
         )  # fmt: skip
         if self._choose_by(start, upstreams):  # no feed planned yet: no touched bytes
             return

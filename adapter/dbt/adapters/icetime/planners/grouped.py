@@ -59,9 +59,9 @@ from dbt.adapters.icetime.sql import quote_identifier, sql_literal
 PLAN_PROPERTY = "icetime.groups.plan"
 # A state or model table of at most this many rows is written whole again by a run, not merged.
 OVERWRITE_ROWS = 200_000
-# The state table is merged by every run, a few of its rows at a time: merge-on-read (a run
-# writes the touched groups and position deletes, not every file again), no shuffle before the
-# write (it is small).
+# A state table too big to write whole (OVERWRITE_ROWS) is merged by every run, a few of its rows
+# at a time: merge-on-read (a run writes the touched groups and position deletes, not every file
+# again), no shuffle before the write.
 STATE_LAYOUT = (
     "'format-version' = '2', 'write.merge.mode' = 'merge-on-read', "
     "'write.update.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read', "
@@ -167,7 +167,7 @@ class GroupedRun:
         new, old = run.version_reads()
         upstreams = {upstream_key(u.table): u for u in run.upstreams.values()}
         deltas = []
-        bounding = _Bounds(self.query, upstreams)  # each staged column read once
+        bounding = _Bounds(self.query, upstreams)
         for unit in self.query.units:
             rows = {
                 i: _signed(upstream)
@@ -247,7 +247,8 @@ class _Bounds:
 
     query: JoinQuery
     upstreams: Mapping[UpstreamKey, Upstream]
-    _staged: dict[tuple[int, str], Any] = field(default_factory=dict)
+    # Each staged column read once, by upstream: a self-join's occurrences share their changes.
+    _staged: dict[tuple[UpstreamKey, str], Any] = field(default_factory=dict)
 
     def of(self, unit: tuple[int, ...]) -> dict[int, str]:
         found: dict[int, list[str]] = {}
@@ -316,10 +317,10 @@ class _Bounds:
         return head, column, pa.chunked_array(chunks, type=arrays[0].type)
 
     def _column(self, occurrence: int, column: str) -> Any:
-        key = (occurrence, column)
+        upstream = self.query.occurrences[occurrence].upstream.key
+        key = (upstream, column.lower())
         if key not in self._staged:
-            upstream = self.upstreams[self.query.occurrences[occurrence].upstream.key]
-            self._staged[key] = staged_column(upstream, column)
+            self._staged[key] = staged_column(self.upstreams[upstream], column)
         return self._staged[key]
 
 

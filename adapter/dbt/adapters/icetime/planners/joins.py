@@ -79,6 +79,7 @@ from dbt.adapters.icetime.planners.sqltree import (
     conjuncts,
     owning_select,
     relation,
+    set_conjuncts,
     sources,
     upstream_tables,
 )
@@ -456,7 +457,7 @@ def _drop_conditions(select: exp.Select, hidden: set[str]) -> None:
         for condition in conjuncts(where.this)
         if not any(c.table.lower() in hidden for c in condition.find_all(exp.Column))
     ]
-    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    set_conjuncts(select, kept)
 
 
 def _first_line(exc: Exception) -> str:

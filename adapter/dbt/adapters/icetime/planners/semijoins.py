@@ -45,6 +45,7 @@ from dbt.adapters.icetime.planners.sqltree import (
     in_expression,
     owning_select,
     relation,
+    set_conjuncts,
     sources,
     upstream_tables,
 )
@@ -58,7 +59,6 @@ class SemiJoin:
     """One subquery condition on a head: the read in it, and the columns that tie them."""
 
     member: int  # the subquery's read (an occurrence index)
-    anti: bool  # ``not exists``
     head_columns: tuple[str, ...]  # lower case, in one order for every subquery of the head
     member_columns: tuple[str, ...]  # the subquery's column equal to each head column
 
@@ -145,8 +145,7 @@ def derived_as_in(tree: exp.Query) -> None:
             remove_condition(equality)
         join.pop()
         where = select.args.get("where")
-        kept = [*conjuncts(where.this), condition] if where is not None else [condition]
-        select.set("where", exp.Where(this=exp.and_(*kept)))
+        set_conjuncts(select, [*conjuncts(where.this), condition] if where else [condition])
 
 
 def _grouped_key(derived: exp.Subquery) -> str | None:
@@ -216,8 +215,7 @@ def remove_condition(condition: exp.Expr) -> None:
     """Take a conjunct out of its select's ``where``."""
     owner = owning_select(condition)
     assert owner is not None
-    kept = [c for c in conjuncts(owner.args["where"].this) if c is not condition]
-    owner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    set_conjuncts(owner, [c for c in conjuncts(owner.args["where"].this) if c is not condition])
 
 
 def subqueries(tree: exp.Expr, units: Sequence[Unit]) -> list[exp.Select]:
@@ -343,9 +341,7 @@ def _semijoin(
                 f"a subquery tied by columns of two types ({head.alias_or_name}.{head_column} "
                 f"{head_type}, {member.alias_or_name}.{member_column} {member_type})"
             )
-    semijoin = SemiJoin(
-        index[id(member)], anti, tuple(h for h, _ in pairs), tuple(m for _, m in pairs)
-    )
+    semijoin = SemiJoin(index[id(member)], tuple(h for h, _ in pairs), tuple(m for _, m in pairs))
     return index[id(head)], semijoin
 
 

@@ -30,6 +30,11 @@ def conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     return [condition]
 
 
+def set_conjuncts(select: exp.Select, kept: list[exp.Expr]) -> None:
+    """Make ``kept`` the select's ``where``, joined by ``and`` (none: no ``where``)."""
+    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+
+
 def owning_select(node: exp.Expr) -> exp.Select | None:
     owner = node.find_ancestor(exp.Select)
     return owner if isinstance(owner, exp.Select) else None

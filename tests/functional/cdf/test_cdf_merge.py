@@ -21,6 +21,7 @@ from tests.support import (
     create_orders,
     install_package,
     per_layout,
+    property_of,
     snapshots,
     sql,
 )
@@ -146,6 +147,63 @@ class CdfMergeBase(PackageProject):
 TestCdfMergeCopyOnWrite, TestCdfMergeMergeOnRead, TestCdfMergeDeletionVectors = per_layout(
     CdfMergeBase
 )
+
+
+COPY_ON_WRITE = LATEST.replace(
+    "unique_key='order_id'",
+    "unique_key='order_id', tblproperties={'write.delete.mode': 'copy-on-write'}",
+)
+ROW_LEVEL = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+
+
+class TestTargetUpkeep(PackageProject):
+    """A keyed target is created merge-on-read (unless configured) and compacted once a tenth of
+    its rows is deleted; the compaction keeps its change state."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES, "latest.sql": LATEST, "kept.sql": COPY_ON_WRITE}
+
+    def head_summary(self, project: Any, table: str) -> dict[str, str]:
+        head = snapshots(project, table)[-1]
+        found = sql(
+            project,
+            f"select operation, summary from {{s}}.{table}.snapshots where snapshot_id = {head}",
+            "one",
+        )
+        return {"operation": found[0], **found[1]}
+
+    def test_merge_on_read_then_compacted(self, project: Any) -> None:
+        create_orders(project, MOR, rows=200)
+        run_dbt(["run"])
+        assert [property_of(project, "latest", key) for key in ROW_LEVEL] == ["merge-on-read"] * 3
+        assert [property_of(project, "kept", key) for key in ROW_LEVEL] == [
+            "copy-on-write",
+            None,
+            None,
+        ]
+        sql(project, "delete from {s}.orders where order_id % 50 = 0")  # 2 %: deletes kept
+        self.run_and_check(project)
+        summary = self.head_summary(project, "latest")
+        assert summary["operation"] != "replace" and int(summary["total-delete-files"]) > 0
+        sql(project, "delete from {s}.orders where order_id % 10 = 1")  # 12 % in all: compacted
+        self.run_and_check(project)
+        summary = self.head_summary(project, "latest")
+        assert summary["operation"] == "replace" and summary["total-delete-files"] == "0"
+        assert summary["total-records"] == str(200 - 4 - 20)
+        # The compaction kept the run's watermark: the next run applies only the new change.
+        assert cdf_watermarks(project, "latest") == {
+            f"icetime.{project.test_schema}.orders": snapshots(project, "orders")[-1]
+        }
+        sql(project, "update {s}.orders set status = 'paid' where order_id = 3")
+        self.run_and_check(project)
+        # The copy-on-write model's deletes rewrote its files: nothing to compact.
+        assert self.head_summary(project, "kept")["total-delete-files"] == "0"
+
+    def run_and_check(self, project: Any) -> None:
+        run_dbt(["run"])
+        assert_equal_sets(project, "select * from {s}.latest", REBUILD)
+        assert_equal_sets(project, "select * from {s}.kept", REBUILD)
 
 
 TWO_UPSTREAMS = """

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import errors, faults, summary
+from dbt.adapters.icetime import errors, faults, summary, wap
+from dbt.adapters.icetime.changes import upkeep
 from dbt.adapters.icetime.changes.feeds import Feeds
-from dbt.adapters.icetime.changes.modes import VERSIONS
+from dbt.adapters.icetime.changes.modes import MERGE, RECOMPUTE, VERSIONS
 from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.state import keep_state
 from dbt.adapters.icetime.column import IcetimeColumn, iceberg_columns
@@ -40,7 +41,8 @@ class GapAndRefresh(Protocol):
 
 logger = AdapterLogger("icetime")
 
-ROW_LEVEL_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+# The modes whose runs replace rows of their target in place (upkeep.py).
+IN_PLACE = (MERGE, RECOMPUTE, VERSIONS)
 # on_schema_change values that never alter the target
 UNALTERED = (None, "ignore", "fail")
 
@@ -108,14 +110,12 @@ class ChangeRuns(Hook):
             return None
 
     def created_properties(self, model: Mapping[str, Any]) -> dict[str, str]:
-        """The properties a history snapshot's rebuild creates its target with: each run closes
-        a few versions in place, and merge-on-read writes delete files for them instead of
-        rewriting every data file that holds one (unless configured). Empty for any other."""
+        """The properties a keyed run's rebuild creates its target with: merge-on-read, unless
+        the model configures a row-level mode (upkeep.py). Empty for any other."""
         run = self._runs.get(model.get("unique_id", ""))
-        if run is None or not run.full or run.mode != VERSIONS:
+        if run is None or not run.full or run.mode not in IN_PLACE:
             return {}
-        configured = (model.get("config") or {}).get("tblproperties") or {}
-        return {key: "merge-on-read" for key in ROW_LEVEL_MODES if key not in configured}
+        return upkeep.created_properties((model.get("config") or {}).get("tblproperties") or {})
 
     def carry(self, model: Mapping[str, Any]) -> None:
         """Just before the run's data statement: the commit it makes carries the new
@@ -157,20 +157,30 @@ class ChangeRuns(Hook):
                 faults.maybe_fail(faults.AFTER_DATA_COMMIT)
             self._uncarry(run)
             if committed:
-                self._keep_uncarried(run)
+                self._compact(run, self._keep_uncarried(run))
         finally:
             run.close()
 
-    def _keep_uncarried(self, run: ChangeRun) -> None:
+    def _keep_uncarried(self, run: ChangeRun) -> TableMetadata:
         """Keep the new state as a property where no commit carries it: the watermarks moved
         with no data commit (only compactions since the last run), or the data commit went
         without them (a Spark 3.5 server without icetime's extension: ``summary.py``)."""
         written = self.services.reader.table(run.target)
         head = written.current_snapshot
         wanted = run.new_state(None).summary_entries()[summary.WATERMARK]
-        if run.carried and head is not None and head.summary.get(summary.WATERMARK) == wanted:
+        carried = head is not None and head.summary.get(summary.WATERMARK) == wanted
+        if not (run.carried and carried):
+            state = run.new_state(written.current_snapshot_id)
+            keep_state(self.services.execute, run.target, state)
+        return written
+
+    def _compact(self, run: ChangeRun, written: TableMetadata) -> None:
+        """Compact a keyed run's target when its deletes piled up (upkeep.py); not in a branch
+        run, whose writes go to the branch (Iceberg compacts ``main``)."""
+        if run.mode not in IN_PLACE or wap.run_branch(self.services.vars) is not None:
             return
-        keep_state(self.services.execute, run.target, run.new_state(written.current_snapshot_id))
+        if upkeep.compaction_due(written):
+            self.services.execute(upkeep.compaction_sql(self.services.catalog, run.target))
 
     def response(self, model: Mapping[str, Any], response: Any) -> Any:
         """The model's adapter_response, with what its change run chose and read."""

@@ -107,7 +107,7 @@ class Invocation:
             invocation_id=host.invocation_id,
         )
         self.pins = self._pin_session(root)
-        self.changes = ChangeRuns(self.services)
+        self.changes = ChangeRuns(self.services, branch_run=self.branch is not None)
         self.cdf = CdfSession(self.changes, lambda: self.pins)
         self.scd = ScdSnapshots(self.changes)
         self.builds = BuildSession(

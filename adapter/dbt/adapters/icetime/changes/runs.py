@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.icetime import errors, faults, summary, wap
+from dbt.adapters.icetime import errors, faults, summary
 from dbt.adapters.icetime.changes import upkeep
 from dbt.adapters.icetime.changes.feeds import Feeds
 from dbt.adapters.icetime.changes.modes import MERGE, RECOMPUTE, VERSIONS
@@ -63,8 +63,10 @@ class CdfResponse(AdapterResponse):
 
 
 class ChangeRuns(Hook):
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, branch_run: bool = False) -> None:
         self.services = services
+        # A branch run's writes go to the branch: its targets are not compacted (``_compact``).
+        self.branch_run = branch_run
         self.feeds = Feeds(services)
         self._runs: dict[str, ChangeRun] = {}
         self._responses: dict[str, dict[str, Any]] = {}
@@ -177,7 +179,7 @@ class ChangeRuns(Hook):
     def _compact(self, run: ChangeRun, written: TableMetadata) -> None:
         """Compact a keyed run's target when its deletes piled up (upkeep.py); not in a branch
         run, whose writes go to the branch (Iceberg compacts ``main``)."""
-        if run.mode not in IN_PLACE or wap.run_branch(self.services.vars) is not None:
+        if run.mode not in IN_PLACE or self.branch_run:
             return
         if upkeep.compaction_due(written):
             self.services.execute(upkeep.compaction_sql(self.services.catalog, run.target))

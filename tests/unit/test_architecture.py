@@ -43,7 +43,7 @@ INFRASTRUCTURE = {
 ENGINE = {"changes"}
 # What a model's query needs recomputed from the engine's changes: joins, aggregates.
 PLANNERS = {"planners"}
-FEATURES = {"builds", "cdf", "clones", "history", "pins", "scd", "wap"}
+FEATURES = {"builds", "cdf", "clones", "history", "pins", "python", "scd", "wap"}
 COMPOSITION = {"", "impl", "invocation", "retention"}
 # What each layer may import, besides itself.
 MAY_IMPORT = {

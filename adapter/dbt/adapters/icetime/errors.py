@@ -48,6 +48,10 @@ class TableNotFoundError(MetadataError):
     """The catalog answered: there is no such Iceberg table (an answer, not a failure)."""
 
 
+class PythonModelError(IcetimeError):
+    """A Python model's code raised, or returned what is not a DataFrame; nothing was written."""
+
+
 class UnreadableRecord(Exception):
     """A build record is there but is not one icetime can trust (builds/record.py turns it into
     a build with the reason, or a ``MetadataError`` where it is read as it is)."""
@@ -718,4 +722,22 @@ BUILT_PIN_NO_RECORD = (
     "pin_snapshot {value!r}: snapshot {snapshot} of {table} carries no provenance (another "
     "writer made it, or an icetime before records rode the commits). Replay it with its pins "
     "file (@target/icetime_pins.json of that run) or a snapshot id per input."
+)
+
+
+# Python models (python/).
+PYTHON_MODEL_RAISED = "Python model {model} raised; no table was changed.\n{traceback}"
+PYTHON_MODEL_RESULT = (
+    "Python model {model} returned a {kind}: model(dbt, session) must return a Spark "
+    "DataFrame (or a pandas one); no table was changed"
+)
+PYTHON_REMOTE_SPARK = (
+    "Python model {model}: a remote Spark server (method thrift, http or odbc) runs Python "
+    "models through Spark Connect, which this profile does not name; run it on the embedded "
+    "default (method: session)"
+)
+PYTHON_NO_CONNECT = (
+    "Python model {model}: the warm server has no Spark Connect service (Spark 3.5's PySpark "
+    "carries none); install Spark 4.1 (pyspark 4.1), or set server: false in the profile to "
+    "run Python models in process"
 )

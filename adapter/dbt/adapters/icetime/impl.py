@@ -22,12 +22,13 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.icetime import errors, faults
+from dbt.adapters.icetime import errors, faults, wap
 from dbt.adapters.icetime.builds.record import built_from
 from dbt.adapters.icetime.clones import report as clone_report
 from dbt.adapters.icetime.clones.environments import TABLE, VIEW, SourceObject
 from dbt.adapters.icetime.column import IcetimeColumn, query_columns, typed_select, with_comments
 from dbt.adapters.icetime.config import ICEBERG_FILE_FORMAT, IcetimeConfig, tblproperties_items
+from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.dbt_patches import no_op
 from dbt.adapters.icetime.history import expire
 from dbt.adapters.icetime.history import log as history_log
@@ -36,6 +37,7 @@ from dbt.adapters.icetime.invocation import Host, Invocation
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.metadata.stats import catalog_rows, catalog_table, table_stats
+from dbt.adapters.icetime.python import models as python_models
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.services import project_root, run_selection
 from dbt.adapters.icetime.spark.connections import IcetimeConnectionManager
@@ -307,6 +309,30 @@ class IcetimeAdapter(SparkAdapter):
         quoted, and a history snapshot's row-level defaults."""
         managed = self.invocation().changes.created_properties(model)
         return tblproperties_items(model["unique_id"], configured, managed)
+
+    # -- Python models (python/) ------------------------------------------------------------
+
+    def submit_python_job(self, parsed_model: dict[str, Any], compiled_code: str) -> Any:
+        """A Python model's code, run on its deployment's Spark; its DataFrame is left as a
+        global view for the materialization's SQL to write (``icetime_python_view``)."""
+        connection = self.connections.get_thread_connection()
+        creds = cast(IcetimeCredentials, self.config.credentials)
+        invocation = self.invocation()
+        return python_models.submit(
+            connection,
+            creds,
+            parsed_model,
+            compiled_code,
+            get_invocation_id(),
+            # A branch run's model reads the branch, as its SQL would (wap.py).
+            {wap.SESSION_SETTING: invocation.branch},
+            invocation.services.project_root,
+        )
+
+    @available
+    def icetime_python_view(self, model: Mapping[str, Any]) -> str:
+        """The global view a Python model's DataFrame is left as, in this invocation."""
+        return python_models.view_sql(model["unique_id"], get_invocation_id())
 
     @available
     def icetime_changes_carry(self, model: Mapping[str, Any]) -> str:

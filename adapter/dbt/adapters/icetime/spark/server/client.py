@@ -173,7 +173,8 @@ def _usable(server: ServerFiles, wanted: str) -> Endpoint | None:
         secret = server.read_secret()
     except FileNotFoundError:  # it is exiting
         return None
-    return Endpoint(state.port, secret, state.pid, str(server.path(server_files.LOG)))
+    log = str(server.path(server_files.LOG))
+    return Endpoint(state.port, secret, state.pid, log, state.connect_port)
 
 
 def _retire(server: ServerFiles, wanted: str) -> None:

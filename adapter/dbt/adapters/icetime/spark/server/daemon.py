@@ -1,5 +1,6 @@
 """The warm server's own process: a Spark session with the project's catalog, served over Spark's
-Thrift protocol on loopback, until it has been idle for its timeout.
+Thrift protocol on loopback (and Spark Connect, for Python models), until it has been idle for
+its timeout.
 
 ``python <this file> <server directory>``, started by ``client.ensure`` in a session of its own
 (run as a script, so that it imports only PySpark and ``files``). It reads ``launch.json`` (and
@@ -39,6 +40,8 @@ ServerState = server_files.ServerState
 
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 AUTHENTICATOR = "icetime.server.SecretAuthenticator"  # java.py
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 POLL_S = 1.0
 
 
@@ -66,7 +69,7 @@ def main(argv: list[str]) -> int:
     session = None
     home = _identity(server.directory)
     try:
-        session, thrift = _start(launch)
+        session, thrift = _start(launch, server.read_secret())
         port = _port(thrift)
         server.path(server_files.LAST_USED).touch(mode=0o600)
         server.write_state(
@@ -78,6 +81,7 @@ def main(argv: list[str]) -> int:
                 version=launch["version"],
                 started_at=time.time(),
                 idle_timeout_s=int(launch["idle_timeout_s"]),
+                connect_port=_connect_port(session),
             )
         )
         _log(f"ready on 127.0.0.1:{port}")
@@ -135,12 +139,12 @@ def _exit_jvm_keeping_archive(session: Any, final: str, recording: str) -> None:
         os.unlink(recording)
 
 
-def _start(launch: dict[str, Any]) -> tuple[Any, Any]:
+def _start(launch: dict[str, Any], secret: str) -> tuple[Any, Any]:
     from pyspark.sql import SparkSession
 
     started = time.monotonic()
     builder = SparkSession.builder.master(launch["master"]).appName("icetime-server")
-    for key, value in launch["conf"].items():
+    for key, value in {**launch["conf"], **_connect_conf(launch["conf"], secret)}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -157,6 +161,32 @@ def _start(launch: dict[str, Any]) -> tuple[Any, Any]:
     server = server_class.startWithContext(session._jsparkSession.sqlContext())
     _log(f"Thrift service started at {time.monotonic() - started:.1f}s")
     return session, server
+
+
+def _connect_conf(conf: dict[str, str], secret: str) -> dict[str, str]:
+    """Spark Connect beside Thrift, for Python models: in the same JVM and catalog, on loopback,
+    on any free port, with the server's secret as its token. Spark 4's PySpark carries the
+    service; Spark 3.5's does not (its Python models run in process: python/)."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        return {}
+    plugins = [name for name in conf.get("spark.plugins", "").split(",") if name]
+    return {
+        "spark.plugins": ",".join([*plugins, CONNECT_PLUGIN]),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": "0",
+        "spark.connect.authenticate.token": secret,
+    }
+
+
+def _connect_port(session: Any) -> int:
+    """The port Spark Connect bound, 0 when the server has none."""
+    try:
+        service = session._jvm.java.lang.Class.forName(CONNECT_SERVICE)
+    except Exception:
+        return 0
+    return int(service.getField("MODULE$").get(None).localPort())
 
 
 def _warm_up(session: Any, port: int, catalog: str | None, secret: str, writes: Path) -> None:

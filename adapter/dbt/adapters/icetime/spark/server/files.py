@@ -1,6 +1,7 @@
 """The warm server's files in ``<icetime_dir>/server/``, shared by the server and its clients.
 
-- ``state.json``: the running server (pid, port, fingerprint), written once it accepts
+- ``state.json``: the running server (pid, its Thrift and Spark Connect ports, fingerprint),
+  written once it accepts
   connections and removed when it exits. A state whose pid is gone is a crashed server.
 - ``secret``: what a connection must present; readable by its owner only (mode 0600).
 - ``launch.json``: what a client asks the server to start with (0600: it holds the catalog's
@@ -50,6 +51,8 @@ class ServerState:
     version: str
     started_at: float
     idle_timeout_s: int
+    # Spark Connect's port (Python models, python/), 0 where the Spark line has no such service.
+    connect_port: int = 0
 
     def uptime_s(self) -> float:
         return max(0.0, time.time() - self.started_at)

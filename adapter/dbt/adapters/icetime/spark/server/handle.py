@@ -41,6 +41,7 @@ class Endpoint:
     secret: str = field(repr=False)
     pid: int
     log: str
+    connect_port: int = 0  # Spark Connect's, for Python models (0: none)
 
 
 class ServerConnectionWrapper(PyhiveConnectionWrapper):

@@ -1,0 +1,122 @@
+"""Running one Python model's code, and what it leaves for the SQL that writes its table.
+
+dbt's compiled code defines ``model`` (the user's), then ``dbtObj`` (``ref``, ``source``,
+``config``, ``this``, ``is_incremental``). This runs it as dbt documents: ``model(dbt,
+session)``, with ``ref`` and ``source`` read by SQL (a pinned relation renders as ``t VERSION
+AS OF <id>``, which ``session.table`` would not parse). The result must be a Spark DataFrame
+(or a pandas one, converted); it is left as a global temporary view named for the model and the
+invocation (``view_name``), which the materialization writes from and then drops.
+
+A model that raises is reported with its own traceback (the frames of its file), named; nothing
+has been written then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection
+
+from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.python import sessions
+from dbt.adapters.icetime.sql import quote_identifier
+
+GLOBAL_TEMP = "global_temp"
+
+
+def view_name(unique_id: str, invocation_id: str) -> str:
+    """The global temporary view a model's DataFrame is left as, in one invocation."""
+    digest = hashlib.sha256(f"{invocation_id}/{unique_id}".encode()).hexdigest()[:20]
+    return f"icetime_python_{digest}"
+
+
+def view_sql(unique_id: str, invocation_id: str) -> str:
+    return f"{GLOBAL_TEMP}.{quote_identifier(view_name(unique_id, invocation_id))}"
+
+
+def submit(
+    connection: Connection,
+    creds: IcetimeCredentials,
+    model: Mapping[str, Any],
+    compiled_code: str,
+    invocation_id: str,
+    settings: Mapping[str, str | None],
+    project_root: str,
+) -> AdapterResponse:
+    """dbt's ``submit_python_job``: the model's code, run on its deployment's session, which
+    gets the ``settings`` of the model's connection (``sessions.py``)."""
+    name = str(model["unique_id"])
+    session = sessions.model_session(connection, creds, name, settings)
+    run(session, model, compiled_code, view_name(name, invocation_id), project_root)
+    return AdapterResponse(_message="OK")
+
+
+def run(
+    session: Any, model: Mapping[str, Any], compiled_code: str, view: str, project_root: str
+) -> None:
+    """Run the model's code on ``session`` and leave its DataFrame as global view ``view``."""
+    name = str(model["unique_id"])
+    path = str(model.get("original_file_path") or name)
+    namespace: dict[str, Any] = {"__name__": "__icetime_python_model__"}
+    # dbt drops the file's leading blank lines; put back, the traceback's lines are the file's.
+    padded = "\n" * _leading_lines(_source_text(model, project_root), compiled_code) + compiled_code
+    try:
+        exec(compile(padded, path, "exec"), namespace)
+        dbt = namespace["dbtObj"](lambda relation: session.sql(f"select * from {relation}"))
+        result = namespace["model"](dbt, session)
+    except Exception as exc:
+        raise errors.PythonModelError(
+            errors.PYTHON_MODEL_RAISED.format(model=name, traceback=_traceback(exc, path))
+        ) from None
+    frame = as_spark(session, result, name)
+    frame.createOrReplaceGlobalTempView(view)
+
+
+def as_spark(session: Any, result: Any, model: str) -> Any:
+    """A Spark DataFrame of the model's result: a Spark one as it is (in process or Spark
+    Connect's), a pandas one converted; anything else refused, naming its type."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(result, DataFrame):
+        return result
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+    except ImportError:  # Spark Connect's client is not installed: no such frame then
+        ConnectFrame = DataFrame
+    if isinstance(result, ConnectFrame):
+        return result
+    if type(result).__module__.startswith("pandas") and type(result).__name__ == "DataFrame":
+        return session.createDataFrame(result)
+    kind = f"{type(result).__module__}.{type(result).__qualname__}"
+    raise errors.PythonModelError(errors.PYTHON_MODEL_RESULT.format(model=model, kind=kind))
+
+
+def _source_text(model: Mapping[str, Any], project_root: str) -> str:
+    """The model's file as it is on disk (dbt keeps its text stripped)."""
+    try:
+        return Path(project_root, str(model["original_file_path"])).read_text()
+    except (KeyError, OSError):
+        return str(model.get("raw_code") or "")
+
+
+def _leading_lines(raw_code: str, compiled_code: str) -> int:
+    """The lines before the compiled code's first line in the model's file."""
+    first = compiled_code.lstrip("\n").split("\n", 1)[0]
+    found = raw_code.find(first) if first else -1
+    return raw_code[:found].count("\n") if found > 0 else 0
+
+
+def _traceback(exc: BaseException, path: str) -> str:
+    """The exception from the first frame of the model's own file on (icetime's frames before
+    it left out); every frame when none is the model's."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    first = next((i for i, frame in enumerate(frames) if frame.filename == path), 0)
+    shown = traceback.format_list(frames[first:])
+    return "".join(["Traceback (most recent call last):\n", *shown]) + "".join(
+        traceback.format_exception_only(exc)
+    ).rstrip("\n")

@@ -1,0 +1,31 @@
+"""dbt's own Python model suite (`dbt.tests.adapter.python_model`) on Spark + Iceberg: refs (of
+versions, with a package), a source, `dbt.config`, `meta_get`, `is_incremental` and dbt's
+`--empty` and `--sample`, which a Python model's refs ignore (dbt's documented behaviour)."""
+
+from dbt.tests.adapter.python_model.test_python_model import (
+    BasePythonEmptyTests,
+    BasePythonIncrementalTests,
+    BasePythonMetaGetTests,
+    BasePythonModelTests,
+    BasePythonSampleTests,
+)
+
+
+class TestPythonModel(BasePythonModelTests):
+    pass
+
+
+class TestPythonIncremental(BasePythonIncrementalTests):
+    pass
+
+
+class TestPythonMetaGet(BasePythonMetaGetTests):
+    pass
+
+
+class TestPythonEmpty(BasePythonEmptyTests):
+    pass
+
+
+class TestPythonSample(BasePythonSampleTests):
+    pass

@@ -1,0 +1,171 @@
+"""Python models on the run's deployment (in process by default, the warm server in its lane):
+`def model(dbt, session)` as dbt documents it, `table` and `incremental` (append, merge), its
+refs and sources read at the run's pins, and its commits carrying the same record as a SQL
+model's. Bad models: a model that raises, one that returns no DataFrame."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.icetime import summary
+from tests.support import (
+    SOURCES,
+    PackageProject,
+    assert_equal_sets,
+    create_orders,
+    run_failing,
+    snapshots,
+    sql,
+)
+
+STAGED = """
+{{ config(materialized='table') }}
+select order_id, status, amount from {{ source('raw', 'orders') }}
+"""
+# A DataFrame of a ref, and of a source, joined; a config read through dbt.config.
+PAID = """
+def model(dbt, session):
+    dbt.config(materialized="table")
+    staged = dbt.ref("staged")
+    raw = dbt.source("raw", "orders").select("order_id")
+    floor = dbt.config.get("floor", 0)
+    return staged.join(raw, "order_id").where(staged.amount >= floor).select(
+        "order_id", (staged.amount * 2).alias("amount2")
+    )
+"""
+PAID_YML = """
+version: 2
+models:
+  - name: paid
+    config:
+      floor: 10
+"""
+PAID_REBUILD = "select order_id, amount * 2 from {s}.orders where amount >= 10"
+# pandas in, Spark out.
+COUNTS = """
+import pandas
+
+def model(dbt, session):
+    rows = dbt.ref("staged").groupBy("status").count().orderBy("status").toPandas()
+    return pandas.DataFrame({"status": rows["status"], "n": rows["count"].astype("int64")})
+"""
+COUNTS_REBUILD = "select status, count(*) from {s}.orders group by status"
+# Incremental by merge: the rows above the target's highest id, and every row updated since.
+LATEST = """
+def model(dbt, session):
+    dbt.config(materialized="incremental", incremental_strategy="merge", unique_key="order_id")
+    orders = dbt.ref("staged")
+    if dbt.is_incremental:
+        done = session.sql(f"select max(order_id) from {dbt.this}").collect()[0][0]
+        orders = orders.where((orders.order_id > done) | (orders.status == "paid"))
+    return orders
+"""
+LOG = """
+def model(dbt, session):
+    dbt.config(materialized="incremental")  # append
+    return dbt.ref("staged").groupBy().count()
+"""
+
+
+class TestPythonModels(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "sources.yml": SOURCES,
+            "staged.sql": STAGED,
+            "paid.py": PAID,
+            "paid.yml": PAID_YML,
+            "counts.py": COUNTS,
+            "latest.py": LATEST,
+            "log.py": LOG,
+        }
+
+    @pytest.fixture(scope="class", autouse=True)
+    def orders(self, project: Any) -> None:
+        create_orders(project, "", rows=40)
+
+    def test_tables_incrementals_and_their_records(self, project: Any) -> None:
+        run_dbt(["run"])
+        assert_equal_sets(project, "select * from {s}.paid", PAID_REBUILD)
+        assert_equal_sets(project, "select * from {s}.counts", COUNTS_REBUILD)
+        assert_equal_sets(project, "select * from {s}.latest", "select * from {s}.orders")
+        assert sql(project, "select * from {s}.log", "all") == [(40,)]
+        # The commit says what built it, as a SQL model's does, and what it read.
+        record = self.record(project, "paid")
+        assert record[summary.NODE] == "model.test.paid"
+        inputs = json.loads(record[summary.INPUTS])
+        schema = f"icetime.{project.test_schema}"
+        assert inputs[f"{schema}.staged"]["snapshot_id"] == snapshots(project, "staged")[-1]
+        assert inputs[f"{schema}.orders"]["snapshot_id"] == snapshots(project, "orders")[-1]
+
+        sql(project, "insert into {s}.orders values (100, 'open', 50), (101, 'open', 1)")
+        sql(project, "update {s}.orders set status = 'paid' where order_id = 3")
+        run_dbt(["run"])
+        assert_equal_sets(project, "select * from {s}.paid", PAID_REBUILD)
+        assert_equal_sets(project, "select * from {s}.latest", "select * from {s}.orders")
+        assert sorted(sql(project, "select * from {s}.log", "all")) == [(40,), (42,)]
+
+    def test_a_pinned_run_reads_its_inputs_at_the_pin(self, project: Any) -> None:
+        before = snapshots(project, "orders")[-1]
+        sql(project, "insert into {s}.orders values (200, 'open', 70)")
+        pin = json.dumps({"pin_snapshot": {"raw.orders": before}})
+        run_dbt(["run", "--select", "staged", "paid", "--vars", pin])
+        assert_equal_sets(
+            project,
+            "select * from {s}.paid",
+            f"select order_id, amount * 2 from {{s}}.orders version as of {before} "
+            "where amount >= 10",
+        )
+        inputs = json.loads(self.record(project, "paid")[summary.INPUTS])
+        assert inputs[f"icetime.{project.test_schema}.orders"]["snapshot_id"] == before
+
+    def record(self, project: Any, table: str) -> dict[str, str]:
+        head = snapshots(project, table)[-1]
+        found = sql(
+            project,
+            f"select summary from {{s}}.{table}.snapshots where snapshot_id = {head}",
+            "one",
+        )
+        return dict(found[0])
+
+
+RAISES = """
+def model(dbt, session):
+    staged = dbt.ref("staged")
+    return helper(staged)
+
+def helper(frame):
+    raise ValueError("the threshold table is empty")
+"""
+NOT_A_FRAME = """
+def model(dbt, session):
+    dbt.ref("staged")
+    return 42
+"""
+
+
+class TestBadPythonModels(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "sources.yml": SOURCES,
+            "staged.sql": STAGED,
+            "raises.py": RAISES,
+            "not_a_frame.py": NOT_A_FRAME,
+        }
+
+    def test_a_model_that_raises_or_returns_no_frame_changes_nothing(self, project: Any) -> None:
+        create_orders(project, "", rows=5)
+        run_dbt(["run", "--select", "staged"])
+        output = run_failing(["run", "--select", "raises"])
+        assert "Python model model.test.raises raised; no table was changed." in output
+        assert 'models/raises.py", line 7, in helper' in output
+        assert "ValueError: the threshold table is empty" in output
+        output = run_failing(["run", "--select", "not_a_frame"])
+        assert "Python model model.test.not_a_frame returned a builtins.int" in output
+        tables = sql(project, "show tables in {s}", "all")
+        assert sorted(row[1] for row in tables) == ["orders", "staged"]

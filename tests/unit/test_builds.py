@@ -369,6 +369,29 @@ def test_volatile_calls_are_found_in_code_only(sql: str, call: str | None) -> No
     assert volatile.volatile_call(sql) == call
 
 
+@pytest.mark.parametrize(
+    ("code", "call"),
+    [
+        ("df.withColumn('at', F.current_timestamp())", "current_timestamp()"),
+        ("df.where(F.rand(seed) < 0.1)", "rand()"),
+        ("stamp = datetime.datetime.now()", "now()"),
+        ("day = date.today()", "today()"),
+        ("started = time.time()", "time()"),
+        ("key = uuid.uuid4().hex", "uuid4()"),
+        ("n = random.randint(1, 6)", "randint()"),
+        ("df.sample(fraction=0.1)", "sample()"),
+        ("df.select('now()')  # rand() in a comment", None),
+        ('"""datetime.now() in a docstring"""\ndf.groupBy("k").count()', None),
+        ("df.select(F.col('timestamp'), F.sum('random_score'))", None),
+    ],
+)
+def test_volatile_calls_of_a_python_model(code: str, call: str | None) -> None:
+    assert volatile.volatile_call(code, "python") == call
+    found = volatile.why_volatile(code, {}, "model.p.m", "python")
+    assert (found is None) == (call is None)
+    assert found is None or found.startswith(f"its Python code calls {call}")
+
+
 def test_the_volatile_config_overrides_detection_and_is_checked() -> None:
     sql = "select current_date() as d"
     assert volatile.why_volatile(sql, {"volatile": False}, "model.p.m") is None

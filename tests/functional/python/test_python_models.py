@@ -6,6 +6,7 @@ model's. Bad models: a model that raises, one that returns no DataFrame."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,6 +123,25 @@ class TestPythonModels(PackageProject):
         )
         inputs = json.loads(self.record(project, "paid")[summary.INPUTS])
         assert inputs[f"icetime.{project.test_schema}.orders"]["snapshot_id"] == before
+
+    def test_skip_unchanged_covers_the_models_code(self, project: Any) -> None:
+        skip = ["--vars", "{skip_unchanged: true}"]
+        run_dbt(["run", "--select", "staged", "paid", *skip])
+        before = snapshots(project, "paid")
+        results = run_dbt(["run", "--select", "staged", "paid", *skip])
+        assert {r.node.name: r.status for r in results} == {"staged": "no-op", "paid": "no-op"}
+        assert snapshots(project, "paid") == before
+        # The code changed: it builds (its inputs did not move).
+        path = Path(project.project_root, "models", "paid.py")
+        path.write_text(path.read_text().replace("amount * 2", "amount * 3"))
+        results = run_dbt(["run", "--select", "staged", "paid", *skip])
+        assert {r.node.name: r.status for r in results} == {"staged": "no-op", "paid": "success"}
+        assert_equal_sets(
+            project,
+            "select * from {s}.paid",
+            "select order_id, amount * 3 from {s}.orders where amount >= 10",
+        )
+        path.write_text(PAID)
 
     def record(self, project: Any, table: str) -> dict[str, str]:
         head = snapshots(project, table)[-1]

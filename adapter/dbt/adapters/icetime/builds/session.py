@@ -270,7 +270,8 @@ class BuildSession(Hook):
             return "a branch run builds every model"
         if getattr(node.config, "materialized", None) != "view":  # a view reads at query time
             sql = getattr(node, "compiled_code", None) or ""
-            return volatile.why_volatile(sql, node.config, node.unique_id)
+            language = str(getattr(node, "language", "sql"))
+            return volatile.why_volatile(sql, node.config, node.unique_id, language)
         return None
 
     def _decide(self, node: Any, candidate: Candidate | None) -> Decision:
@@ -419,14 +420,13 @@ class BuildSession(Hook):
 
 
 def skippable(node: Any) -> bool:
-    """Whether skip_unchanged applies to ``node``: SQL table, incremental (not microbatch,
-    which follows the clock) and view models, and history snapshots (like a CDF model, they
-    only read what their source committed)."""
+    """Whether skip_unchanged applies to ``node``: table, incremental (not microbatch, which
+    follows the clock) and view models, SQL or Python, and history snapshots (like a CDF
+    model, they only read what their source committed)."""
     if getattr(node, "resource_type", None) == "snapshot":
         return bool(node.config.get("strategy") == SCD_STRATEGY)
     return (
         getattr(node.config, "materialized", None) in SKIPPABLE
-        and str(getattr(node, "language", "sql")) == "sql"
         and node.config.get("incremental_strategy") != "microbatch"
     )
 

@@ -5,7 +5,10 @@ calls ``current_timestamp()``, ``current_date``, ``now()``, ``rand()``, ``uuid()
 other rows from the same code and inputs at another moment (a date spine up to today, a random
 sample), so ``skip_unchanged`` and ``icetime.plan`` always build it and say which call decided.
 The compiled SQL is read, so a call that a macro rendered counts too. String literals and
-comments are not read.
+comments are not read. A Python model's code is read for the same functions called as methods
+too (``F.rand()``, ``F.current_date()``), and Python's own clocks and chance
+(``datetime.now()``, ``date.today()``, ``time.time()``, ``random.random()``, ``uuid.uuid4()``,
+``df.sample(...)``).
 
 The model config ``volatile`` overrides the detection: ``true`` always builds the model,
 ``false`` lets it skip like any other (a ``current_date`` that only labels the rows, say).
@@ -49,8 +52,34 @@ _NOT_CODE = re.compile(
 )
 
 
-def volatile_call(sql: str) -> str | None:
-    """The first call in ``sql`` whose value depends on the time or on chance, as written."""
+# Python: the same functions, also as methods, and Python's clocks and chance.
+PYTHON_VOLATILE = (
+    *VOLATILE_FUNCTIONS,
+    "today",
+    "utcnow",
+    "time",
+    "time_ns",
+    "monotonic",
+    "perf_counter",
+    "randint",
+    "uniform",
+    "choice",
+    "choices",
+    "sample",
+    "uuid1",
+    "uuid4",
+    "token_hex",
+)
+_PYTHON_CALL = re.compile(r"(?<![\w])(" + "|".join(PYTHON_VOLATILE) + r")\s*\(", re.IGNORECASE)
+_PYTHON_NOT_CODE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|#[^\n]*")
+
+
+def volatile_call(sql: str, language: str = "sql") -> str | None:
+    """The first call in ``sql`` (a Python model's code when ``language`` is python) whose
+    value depends on the time or on chance, as written."""
+    if language == "python":
+        found = list(_PYTHON_CALL.finditer(_PYTHON_NOT_CODE.sub(" ", sql)))
+        return f"{found[0].group(1)}()" if found else None
     code = _NOT_CODE.sub(" ", sql)
     found = [m for pattern in (_CALL, _BARE, _NO_ARGUMENT_CLOCK) for m in pattern.finditer(code)]
     if not found:
@@ -74,17 +103,20 @@ def declared(config: Mapping[str, Any], node_id: str) -> bool | None:
     return value
 
 
-def why_volatile(sql: str, config: Mapping[str, Any], node_id: str) -> str | None:
+def why_volatile(
+    sql: str, config: Mapping[str, Any], node_id: str, language: str = "sql"
+) -> str | None:
     """Why the model must build on every run (None: it may be skipped)."""
     setting = declared(config, node_id)
     if setting is False:
         return None
     if setting is True:
         return "it is configured volatile: true"
-    call = volatile_call(sql)
+    call = volatile_call(sql, language)
     if call is None:
         return None
+    code = "Python code" if language == "python" else "SQL"
     return (
-        f"its SQL calls {call}, whose value changes with the time or at random "
+        f"its {code} calls {call}, whose value changes with the time or at random "
         "(set volatile: false on the model if its rows do not depend on it)"
     )

@@ -38,6 +38,7 @@ from dbt.adapters.icetime.metadata import TableMetadata, TableName
 from dbt.adapters.icetime.metadata.evolution import plan_evolution
 from dbt.adapters.icetime.metadata.stats import catalog_rows, catalog_table, table_stats
 from dbt.adapters.icetime.python import models as python_models
+from dbt.adapters.icetime.python import sessions as python_sessions
 from dbt.adapters.icetime.relation import IcetimeRelation
 from dbt.adapters.icetime.services import project_root, run_selection
 from dbt.adapters.icetime.spark.connections import IcetimeConnectionManager
@@ -66,9 +67,12 @@ class IcetimeAdapter(SparkAdapter):
     AdapterSpecificConfigs = IcetimeConfig  # type: ignore[assignment]
 
     def __init__(self, config: Any, mp_context: Any) -> None:
-        config.credentials.resolve_paths(project_root(config))
+        root = project_root(config)
+        config.credentials.resolve_paths(root)
         super().__init__(config, mp_context)
         self._invocation: Invocation | None = None
+        model_paths = getattr(config, "model_paths", None) or ["models"]
+        python_sessions.import_early(config.credentials, root, model_paths)
 
     def invocation(self) -> Invocation:
         """This dbt invocation's environment, sessions and phases (made on first use)."""

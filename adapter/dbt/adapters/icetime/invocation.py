@@ -47,6 +47,7 @@ from dbt.adapters.icetime.pins import record
 from dbt.adapters.icetime.pins.guard import ProtectedTargets
 from dbt.adapters.icetime.pins.reads import PinnedReads
 from dbt.adapters.icetime.pins.session import PinSession
+from dbt.adapters.icetime.python.sessions import PythonModels
 from dbt.adapters.icetime.retention import Retention
 from dbt.adapters.icetime.runvars import RunVars
 from dbt.adapters.icetime.scd.session import ScdSnapshots
@@ -136,6 +137,7 @@ class Invocation:
             self.scd,
             self.changes,
             self.builds,
+            PythonModels(creds),
         )
 
     def _pin_session(self, root: str) -> PinSession:

@@ -14,17 +14,21 @@ has been written then.
 from __future__ import annotations
 
 import hashlib
+import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection
+from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.python import sessions
 from dbt.adapters.icetime.sql import quote_identifier
+
+logger = AdapterLogger("icetime")
 
 GLOBAL_TEMP = "global_temp"
 
@@ -51,8 +55,14 @@ def submit(
     """dbt's ``submit_python_job``: the model's code, run on its deployment's session, which
     gets the ``settings`` of the model's connection (``sessions.py``)."""
     name = str(model["unique_id"])
+    started = time.monotonic()
     session = sessions.model_session(connection, creds, name, settings)
+    opened = time.monotonic()
     run(session, model, compiled_code, view_name(name, invocation_id), project_root)
+    logger.debug(
+        f"icetime: Python model {name}: its session in {opened - started:.2f}s, "
+        f"its code and DataFrame in {time.monotonic() - opened:.2f}s"
+    )
     return AdapterResponse(_message="OK")
 
 

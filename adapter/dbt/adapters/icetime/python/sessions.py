@@ -4,22 +4,36 @@
 - the warm server (the default): a Spark Connect session to the server's JVM, beside its Thrift
   service (``spark/server/daemon.py``): the same Spark, catalog and global temporary views.
   Spark Connect asks the server's secret as its token; PySpark sends a token without TLS only
-  to ``localhost`` (the service listens on loopback only). One session per thread and server.
+  to ``localhost`` (the service listens on loopback only). One session per server, shared by
+  the command's threads (Spark Connect's client is thread-safe).
+
+Opening it costs ~1.5 s: importing Spark Connect's client (gRPC, pandas and Arrow, ~1.1 s),
+then the server's session. So a command of a project with Python models imports the client in
+the background from its start, while dbt loads the project (``import_early``), and one that has
+selected a Python model opens the session as soon as it knows its selection
+(``PythonModels.cache_filled``), while its first models run.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
+from dbt.adapters.icetime.graph import ProjectGraph
+from dbt.adapters.icetime.hooks import Hook
+from dbt.adapters.icetime.services import runs_no_statement
 
-_remote: dict[tuple[int, int], Any] = {}
-_remote_lock = threading.Lock()
+logger = AdapterLogger("icetime")
+
+_remote: dict[int, Any] = {}  # by the server's pid
+_remote_lock = threading.Lock()  # held while a session opens: a second asker waits for it
 
 
 def model_session(
@@ -35,12 +49,9 @@ def model_session(
         raise errors.ConfigurationError(errors.PYTHON_REMOTE_SPARK.format(model=model))
     if not creds.uses_server:
         return connection.handle.handle.session
-    from dbt.adapters.icetime.spark.server import client
-
-    endpoint = client.ensure(creds)
-    if not endpoint.connect_port:
+    session = _server_session(creds)
+    if session is None:
         raise errors.ConfigurationError(errors.PYTHON_NO_CONNECT.format(model=model))
-    session = _remote_session(endpoint.pid, endpoint.connect_port, endpoint.secret)
     for key, value in settings.items():
         if value is None:
             session.conf.unset(key)
@@ -49,18 +60,66 @@ def model_session(
     return session
 
 
-def _remote_session(pid: int, port: int, secret: str) -> Any:
-    key = (pid, threading.get_ident())
-    with _remote_lock:
-        found = _remote.get(key)
-    if found is not None:
-        return found
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-    from pyspark.sql.connect.session import SparkSession
+def _server_session(creds: IcetimeCredentials) -> Any:
+    """The Spark Connect session to the project's warm server (None: it serves none)."""
+    from dbt.adapters.icetime.spark.server import client
 
+    endpoint = client.ensure(creds)
+    if not endpoint.connect_port:
+        return None
+    with _remote_lock:
+        found = _remote.get(endpoint.pid)
+        if found is None:
+            found = _remote[endpoint.pid] = _open(endpoint.connect_port, endpoint.secret)
+        return found
+
+
+def _open(port: int, secret: str) -> Any:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    # PySpark's own builder: it also puts this process in Spark Connect mode, so that the
+    # model's `pyspark.sql.functions` build Spark Connect's columns (this process runs no JVM).
     session = SparkSession.builder.remote(f"sc://localhost:{port}/;token={secret}").create()
     # A server on loopback that stops answering is gone: ~17 s of retries, not PySpark's 10 min.
     session.client.set_retry_policies([DefaultPolicy(max_retries=5)])
-    with _remote_lock:
-        _remote[key] = session
+    session.conf.get("spark.sql.session.timeZone")  # the server makes the session now
     return session
+
+
+def import_early(creds: IcetimeCredentials, root: str, model_paths: Sequence[str]) -> None:
+    """Import Spark Connect's client in the background when the project has a Python model
+    and its Spark is the warm server. Starts no server, opens no connection."""
+    if not creds.uses_server or runs_no_statement():
+        return
+    if not any(next(Path(root, path).rglob("*.py"), None) for path in model_paths):
+        return
+    threading.Thread(target=_import_client, name="icetime-python-import", daemon=True).start()
+
+
+def _import_client() -> None:
+    try:
+        import pyspark.sql.connect.session  # noqa: F401
+    except Exception as exc:  # the model's own import meets it again and reports it
+        logger.debug(f"icetime: Spark Connect's client did not import ({exc})")
+
+
+class PythonModels(Hook):
+    """Opens the warm server's Spark Connect session in the background when the command has
+    selected a Python model."""
+
+    def __init__(self, creds: IcetimeCredentials) -> None:
+        self.creds = creds
+
+    def cache_filled(self, project: ProjectGraph) -> None:
+        if not self.creds.uses_server:
+            return
+        chosen = (project.node(uid) or {} for uid in project.selected)
+        if any(node.get("language") == "python" for node in chosen):
+            threading.Thread(target=self._open_early, name="icetime-python", daemon=True).start()
+
+    def _open_early(self) -> None:
+        try:
+            _server_session(self.creds)
+        except Exception as exc:  # the model's own call meets it again and reports it
+            logger.debug(f"icetime: no early Spark Connect session ({exc})")

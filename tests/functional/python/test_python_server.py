@@ -16,9 +16,13 @@ import pytest
 from dbt.adapters.icetime import summary
 from dbt.adapters.icetime.spark.server import client, control
 from dbt.adapters.icetime.spark.server.files import ServerFiles
+from dbt.adapters.icetime.spark.stack import installed_line
 from tests.support import run_dbt_process, write_project
 
 pytestmark = pytest.mark.slow
+
+# Spark 4's PySpark carries Spark Connect's service; on Spark 3.5 the server has none.
+SPARK_CONNECT = int(installed_line().line.split(".")[0]) >= 4
 
 MODELS = {
     "sources.yml": (
@@ -65,6 +69,12 @@ def test_a_python_model_runs_through_spark_connect(project: Path) -> None:
     sql(project, "create namespace if not exists icetime.raw")
     sql(project, "create table icetime.raw.events (id bigint, kind string) using iceberg")
     sql(project, "insert into icetime.raw.events values (1, 'a'), (2, 'b'), (3, 'a')")
+    if not SPARK_CONNECT:
+        refused = run_dbt_process(project, "run")
+        assert refused.returncode != 0
+        assert "the warm server has no Spark Connect service" in refused.output
+        assert "set server: false" in refused.output
+        return
     dbt_ok(project, "run")
     assert sorted(sql(project, "select kind, n from icetime.pyserver.kinds")) == [
         ("a", 2),
@@ -93,7 +103,11 @@ def test_spark_connect_refuses_a_client_without_the_secret(project: Path) -> Non
     dbt_ok(project, "debug")
     files = ServerFiles(str(project / ".icetime"))
     state = files.read_state()
-    assert state is not None and state.connect_port > 0
+    assert state is not None
+    if not SPARK_CONNECT:
+        assert state.connect_port == 0  # no service, nothing listening
+        return
+    assert state.connect_port > 0
     port, secret = state.connect_port, files.read_secret()
     for what, url in {
         "a wrong secret": f"sc://localhost:{port}/;token=not-the-secret",

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -40,6 +41,7 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.spark.embedded import resolve_settings
+from dbt.adapters.icetime.spark.stack import installed_line
 from tests.lakehouse import (
     DEMO_PROFILES,
     WAREHOUSE,
@@ -86,6 +88,10 @@ class ClusterState:
     # the cluster stops it too (it was started for the cluster: ``up --lakehouse``).
     lake: dict[str, Any] = field(default_factory=dict)
     lake_owned: bool = False
+    # Spark Connect beside the Thrift Server, in its application (Python models): its port
+    # (0: none, Spark 3.5's PySpark carries no service) and the token it asks.
+    connect_port: int = 0
+    connect_token: str = ""
 
     def save(self) -> None:
         path = Path(self.directory) / "cluster.json"
@@ -106,6 +112,8 @@ class ClusterState:
             thrift=Process(**raw["thrift"]) if raw["thrift"] else None,
             lake=raw.get("lake", {}),
             lake_owned=raw.get("lake_owned", False),
+            connect_port=raw.get("connect_port", 0),
+            connect_token=raw.get("connect_token", ""),
         )
 
 
@@ -174,6 +182,10 @@ class Cluster:
             "threads": 1,
             "catalog": CATALOG,
         }
+        if self.state.connect_port:
+            profile["connect_url"] = (
+                f"sc://localhost:{self.state.connect_port}/;token={self.state.connect_token}"
+            )
         if client_catalog and self.lake is not None:
             profile.update(self._lake_catalog())
         elif client_catalog:
@@ -301,6 +313,7 @@ class Cluster:
             # One catalog connection per Thrift session (docs/cluster.md): a session runs one
             # statement at a time, and keeps its pool when it ends.
             conf[f"spark.sql.catalog.{CATALOG}.clients"] = "1"
+        conf.update(self._connect_conf())
         command = [
             str(spark_home() / "bin" / "spark-submit"),
             "--master",
@@ -326,6 +339,21 @@ class Cluster:
         self.state.thrift = Process("thrift", pid, port, str(log))
         self.state.save()
         _wait_for_thrift(port, pid, log)
+
+    def _connect_conf(self) -> dict[str, str]:
+        """Spark Connect in the Thrift Server's application (docs/cluster.md), on loopback,
+        asking a token; a restart keeps its port and token (the clients' profiles)."""
+        if int(installed_line().line.split(".")[0]) < 4:
+            return {}
+        if not self.state.connect_port:
+            self.state.connect_port = free_port()
+            self.state.connect_token = secrets.token_urlsafe(24)
+        return {
+            "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.state.connect_port),
+            "spark.connect.authenticate.token": self.state.connect_token,
+        }
 
     def restart_thrift(self) -> None:
         """Stop the Thrift Server and start it again on the same port (clients' profiles)."""

@@ -255,3 +255,19 @@ def test_dbt_debug_shows_the_server_setting(tmp_path: Path) -> None:
     assert shown["server"] == "on (stops after 30m idle)"
     off = dict(parse(icetime_dir=str(tmp_path), server=False).connection_info())
     assert off["server"] == "off (each command starts Spark in its own process)"
+
+
+def test_connect_url_names_a_remote_sparks_spark_connect() -> None:
+    thrift = {"method": "thrift", "host": "spark", "port": 10000, "schema": "analytics"}
+    url = "sc://spark:15002/;token=s3cret"
+    assert IcetimeCredentials.from_dict({**thrift, "connect_url": url}).connect_url == url
+    assert IcetimeCredentials.from_dict(thrift).connect_url is None
+    with pytest.raises(errors.ConfigurationError) as refused:
+        IcetimeCredentials.from_dict({**thrift, "connect_url": "http://spark:15002"})
+    assert "'connect_url' has the value 'http://spark:15002'" in str(refused.value)
+    assert "sc://host:port/;token=..." in str(refused.value)
+    # The embedded default reaches its own Spark; a token is never echoed.
+    with pytest.raises(errors.ConfigurationError) as refused:
+        parse(connect_url=url)
+    assert "no value with method: session" in str(refused.value)
+    assert "s3cret" not in str(refused.value)

@@ -2,6 +2,7 @@
 versions, with a package), a source, `dbt.config`, `meta_get`, `is_incremental` and dbt's
 `--empty` and `--sample`, which a Python model's refs ignore (dbt's documented behaviour)."""
 
+import pytest
 from dbt.tests.adapter.python_model.test_python_model import (
     BasePythonEmptyTests,
     BasePythonIncrementalTests,
@@ -9,6 +10,9 @@ from dbt.tests.adapter.python_model.test_python_model import (
     BasePythonModelTests,
     BasePythonSampleTests,
 )
+
+# Every deployment: in process, the warm server's Spark Connect, a cluster's connect_url.
+pytestmark = pytest.mark.portable
 
 
 class TestPythonModel(BasePythonModelTests):

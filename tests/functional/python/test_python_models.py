@@ -23,6 +23,10 @@ from tests.support import (
     sql,
 )
 
+# Every deployment: in process, the warm server's Spark Connect, a cluster's connect_url.
+pytestmark = pytest.mark.portable
+
+
 STAGED = """
 {{ config(materialized='table') }}
 select order_id, status, amount from {{ source('raw', 'orders') }}

@@ -70,6 +70,9 @@ class IcetimeCredentials(SparkCredentials):
     server: bool = True
     # How long the warm server waits with no connection before it exits.
     server_idle_timeout: str | int = "30m"  # a duration (30m, 2h) or seconds
+    # A remote Spark's Spark Connect endpoint, for Python models (sc://host:port/;token=...):
+    # served by the same Spark application as the Thrift Server (python/sessions.py).
+    connect_url: str | None = None
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -105,6 +108,7 @@ class IcetimeCredentials(SparkCredentials):
         _check_choice("metadata_access", self.metadata_access, METADATA_ACCESS)
         self._check_catalog_keys()
         self._check_server_keys()
+        self._check_connect_url()
         if self.is_embedded and self.catalog_type == "server":
             raise errors.bad_profile_value(
                 "catalog_type",
@@ -188,6 +192,23 @@ class IcetimeCredentials(SparkCredentials):
         if parsed is None or not MIN_IDLE_S <= parsed.seconds <= MAX_IDLE_S:
             raise errors.bad_profile_value("server_idle_timeout", value, errors.BAD_IDLE_TIMEOUT)
         self.server_idle_timeout = parsed.text
+
+    def _check_connect_url(self) -> None:
+        url = self.connect_url
+        if url is None:
+            return
+        if self.is_embedded:
+            raise errors.bad_profile_value(
+                "connect_url",
+                MASK,
+                "no value with method: session (Python models reach the embedded Spark "
+                "themselves); it names a remote Spark's Spark Connect endpoint",
+            )
+        if not isinstance(url, str) or not url.startswith("sc://") or len(url) <= len("sc://"):
+            shown = url if isinstance(url, str) and "token=" not in url else MASK
+            raise errors.bad_profile_value(
+                "connect_url", shown, "a Spark Connect URL: sc://host:port/;token=..."
+            )
 
     @property
     def uses_server(self) -> bool:

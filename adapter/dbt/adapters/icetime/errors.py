@@ -733,8 +733,8 @@ PYTHON_MODEL_RESULT = (
 )
 PYTHON_REMOTE_SPARK = (
     "Python model {model}: a remote Spark server (method thrift, http or odbc) runs Python "
-    "models through Spark Connect, which this profile does not name; run it on the embedded "
-    "default (method: session)"
+    "models through Spark Connect; name its endpoint in the profile as connect_url "
+    "(sc://host:port/;token=...), served by the same Spark application as the Thrift Server"
 )
 PYTHON_NO_CONNECT = (
     "Python model {model}: the warm server has no Spark Connect service (Spark 3.5's PySpark "

@@ -4,8 +4,12 @@
 - the warm server (the default): a Spark Connect session to the server's JVM, beside its Thrift
   service (``spark/server/daemon.py``): the same Spark, catalog and global temporary views.
   Spark Connect asks the server's secret as its token; PySpark sends a token without TLS only
-  to ``localhost`` (the service listens on loopback only). One session per server, shared by
-  the command's threads (Spark Connect's client is thread-safe).
+  to ``localhost`` (the service listens on loopback only).
+- a remote Spark (``method: thrift``): the profile's ``connect_url``, a Spark Connect service of
+  the same application as its Thrift Server (docs/cluster.md), so both see one global view.
+
+One session per endpoint, shared by the command's threads (Spark Connect's client is
+thread-safe).
 
 Opening it costs ~1.5 s: importing Spark Connect's client (gRPC, pandas and Arrow, ~1.1 s),
 then the server's session. So a command of a project with Python models imports the client in
@@ -32,7 +36,7 @@ from dbt.adapters.icetime.services import runs_no_statement
 
 logger = AdapterLogger("icetime")
 
-_remote: dict[int, Any] = {}  # by the server's pid
+_remote: dict[str, Any] = {}  # by endpoint (the warm server's pid, or the profile's URL)
 _remote_lock = threading.Lock()  # held while a session opens: a second asker waits for it
 
 
@@ -45,11 +49,11 @@ def model_session(
     """The session ``model``'s code runs on, for its dbt ``connection``. A Spark Connect
     session gets ``settings`` (None: unset), which the connection's own session has: a branch
     run's ``spark.wap.branch``, so that the model reads the branch as its SQL would."""
-    if not creds.is_embedded:
-        raise errors.ConfigurationError(errors.PYTHON_REMOTE_SPARK.format(model=model))
-    if not creds.uses_server:
+    if creds.is_embedded and not creds.uses_server:
         return connection.handle.handle.session
-    session = _server_session(creds)
+    if not creds.is_embedded and not creds.connect_url:
+        raise errors.ConfigurationError(errors.PYTHON_REMOTE_SPARK.format(model=model))
+    session = _remote_session(creds)
     if session is None:
         raise errors.ConfigurationError(errors.PYTHON_NO_CONNECT.format(model=model))
     for key, value in settings.items():
@@ -60,28 +64,34 @@ def model_session(
     return session
 
 
-def _server_session(creds: IcetimeCredentials) -> Any:
-    """The Spark Connect session to the project's warm server (None: it serves none)."""
-    from dbt.adapters.icetime.spark.server import client
+def _remote_session(creds: IcetimeCredentials) -> Any:
+    """The Spark Connect session of the profile's endpoint (None: the warm server serves
+    none)."""
+    if creds.connect_url:
+        key = url = creds.connect_url
+    else:
+        from dbt.adapters.icetime.spark.server import client
 
-    endpoint = client.ensure(creds)
-    if not endpoint.connect_port:
-        return None
+        endpoint = client.ensure(creds)
+        if not endpoint.connect_port:
+            return None
+        key = str(endpoint.pid)
+        url = f"sc://localhost:{endpoint.connect_port}/;token={endpoint.secret}"
     with _remote_lock:
-        found = _remote.get(endpoint.pid)
+        found = _remote.get(key)
         if found is None:
-            found = _remote[endpoint.pid] = _open(endpoint.connect_port, endpoint.secret)
+            found = _remote[key] = _open(url)
         return found
 
 
-def _open(port: int, secret: str) -> Any:
+def _open(url: str) -> Any:
     from pyspark.sql import SparkSession
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     # PySpark's own builder: it also puts this process in Spark Connect mode, so that the
     # model's `pyspark.sql.functions` build Spark Connect's columns (this process runs no JVM).
-    session = SparkSession.builder.remote(f"sc://localhost:{port}/;token={secret}").create()
-    # A server on loopback that stops answering is gone: ~17 s of retries, not PySpark's 10 min.
+    session = SparkSession.builder.remote(url).create()
+    # A server that stops answering is gone: ~17 s of retries, not PySpark's 10 minutes.
     session.client.set_retry_policies([DefaultPolicy(max_retries=5)])
     session.conf.get("spark.sql.session.timeZone")  # the server makes the session now
     return session
@@ -89,12 +99,16 @@ def _open(port: int, secret: str) -> Any:
 
 def import_early(creds: IcetimeCredentials, root: str, model_paths: Sequence[str]) -> None:
     """Import Spark Connect's client in the background when the project has a Python model
-    and its Spark is the warm server. Starts no server, opens no connection."""
-    if not creds.uses_server or runs_no_statement():
+    and its Spark is reached through it. Starts no server, opens no connection."""
+    if not _through_connect(creds) or runs_no_statement():
         return
     if not any(next(Path(root, path).rglob("*.py"), None) for path in model_paths):
         return
     threading.Thread(target=_import_client, name="icetime-python-import", daemon=True).start()
+
+
+def _through_connect(creds: IcetimeCredentials) -> bool:
+    return creds.uses_server or bool(not creds.is_embedded and creds.connect_url)
 
 
 def _import_client() -> None:
@@ -112,7 +126,7 @@ class PythonModels(Hook):
         self.creds = creds
 
     def cache_filled(self, project: ProjectGraph) -> None:
-        if not self.creds.uses_server:
+        if not _through_connect(self.creds):
             return
         chosen = (project.node(uid) or {} for uid in project.selected)
         if any(node.get("language") == "python" for node in chosen):
@@ -120,6 +134,6 @@ class PythonModels(Hook):
 
     def _open_early(self) -> None:
         try:
-            _server_session(self.creds)
+            _remote_session(self.creds)
         except Exception as exc:  # the model's own call meets it again and reports it
             logger.debug(f"icetime: no early Spark Connect session ({exc})")

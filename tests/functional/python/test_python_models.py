@@ -148,13 +148,13 @@ class TestPythonModels(PackageProject):
         path.write_text(PAID)
 
     def record(self, project: Any, table: str) -> dict[str, str]:
+        """What the table's last commit says built it (its summary's keys, one by one: a
+        Thrift server sends a map as text)."""
         head = snapshots(project, table)[-1]
-        found = sql(
-            project,
-            f"select summary from {{s}}.{table}.snapshots where snapshot_id = {head}",
-            "one",
-        )
-        return dict(found[0])
+        keys = (summary.NODE, summary.INPUTS)
+        listed = ", ".join(f"summary['{key}']" for key in keys)
+        query = f"select {listed} from {{s}}.{table}.snapshots where snapshot_id = {head}"
+        return dict(zip(keys, sql(project, query, "one"), strict=True))
 
 
 RAISES = """
@@ -164,6 +164,10 @@ def model(dbt, session):
 
 def helper(frame):
     raise ValueError("the threshold table is empty")
+"""
+NO_SUCH_COLUMN = """
+def model(dbt, session):
+    return dbt.ref("staged").select("order_id", "no_such_column")
 """
 NOT_A_FRAME = """
 def model(dbt, session):
@@ -180,6 +184,7 @@ class TestBadPythonModels(PackageProject):
             "staged.sql": STAGED,
             "raises.py": RAISES,
             "not_a_frame.py": NOT_A_FRAME,
+            "no_such_column.py": NO_SUCH_COLUMN,
         }
 
     def test_a_model_that_raises_or_returns_no_frame_changes_nothing(self, project: Any) -> None:
@@ -191,5 +196,8 @@ class TestBadPythonModels(PackageProject):
         assert "ValueError: the threshold table is empty" in output
         output = run_failing(["run", "--select", "not_a_frame"])
         assert "Python model model.test.not_a_frame returned a builtins.int" in output
+        output = run_failing(["run", "--select", "no_such_column"])
+        assert "Python model model.test.no_such_column" in output
+        assert "no_such_column" in output and "UNRESOLVED_COLUMN" in output
         tables = sql(project, "show tables in {s}", "all")
         assert sorted(row[1] for row in tables) == ["orders", "staged"]

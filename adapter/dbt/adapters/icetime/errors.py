@@ -731,6 +731,9 @@ PYTHON_MODEL_RESULT = (
     "Python model {model} returned a {kind}: model(dbt, session) must return a Spark "
     "DataFrame (or a pandas one); no table was changed"
 )
+PYTHON_MODEL_FRAME = (
+    "Python model {model} returned a DataFrame Spark cannot run; no table was changed.\n{error}"
+)
 PYTHON_REMOTE_SPARK = (
     "Python model {model}: a remote Spark server (method thrift, http or odbc) runs Python "
     "models through Spark Connect; name its endpoint in the profile as connect_url "

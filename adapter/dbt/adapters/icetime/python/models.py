@@ -7,8 +7,8 @@ AS OF <id>``, which ``session.table`` would not parse). The result must be a Spa
 (or a pandas one, converted); it is left as a global temporary view named for the model and the
 invocation (``view_name``), which the materialization writes from and then drops.
 
-A model that raises is reported with its own traceback (the frames of its file), named; nothing
-has been written then.
+A model that raises is reported with its own traceback (the frames of its file), named, and a
+DataFrame Spark cannot analyse with Spark's error; nothing has been written then.
 """
 
 from __future__ import annotations
@@ -84,7 +84,14 @@ def run(
             errors.PYTHON_MODEL_RAISED.format(model=name, traceback=_traceback(exc, path))
         ) from None
     frame = as_spark(session, result, name)
-    frame.createOrReplaceGlobalTempView(view)
+    try:
+        # Spark Connect analyses a DataFrame only here: a column the model named wrong, say.
+        frame.createOrReplaceGlobalTempView(view)
+    except Exception as exc:
+        message = str(exc).strip().split("\n\nJVM stacktrace:")[0]
+        raise errors.PythonModelError(
+            errors.PYTHON_MODEL_FRAME.format(model=name, error=message)
+        ) from None
 
 
 def as_spark(session: Any, result: Any, model: str) -> Any:

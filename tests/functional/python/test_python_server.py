@@ -97,9 +97,6 @@ def test_a_python_model_runs_through_spark_connect(project: Path) -> None:
 
 
 def test_spark_connect_refuses_a_client_without_the_secret(project: Path) -> None:
-    from pyspark.errors import PySparkException
-    from pyspark.sql.connect.session import SparkSession
-
     dbt_ok(project, "debug")
     files = ServerFiles(str(project / ".icetime"))
     state = files.read_state()
@@ -108,6 +105,9 @@ def test_spark_connect_refuses_a_client_without_the_secret(project: Path) -> Non
         assert state.connect_port == 0  # no service, nothing listening
         return
     assert state.connect_port > 0
+    from pyspark.errors import PySparkException
+    from pyspark.sql.connect.session import SparkSession
+
     port, secret = state.connect_port, files.read_secret()
     for what, url in {
         "a wrong secret": f"sc://localhost:{port}/;token=not-the-secret",

@@ -181,12 +181,14 @@ def _connect_conf(conf: dict[str, str], secret: str) -> dict[str, str]:
 
 
 def _connect_port(session: Any) -> int:
-    """The port Spark Connect bound, 0 when the server has none."""
+    """The port Spark Connect bound, 0 when the server has none (Spark 3.5, or the service
+    did not start: Python models are then refused, naming why, and SQL goes on)."""
     try:
         service = session._jvm.java.lang.Class.forName(CONNECT_SERVICE)
-    except Exception:
+        return max(0, int(service.getField("MODULE$").get(None).localPort()))
+    except Exception as exc:
+        _log(f"no Spark Connect service ({exc})")
         return 0
-    return int(service.getField("MODULE$").get(None).localPort())
 
 
 def _warm_up(session: Any, port: int, catalog: str | None, secret: str, writes: Path) -> None:

@@ -101,6 +101,17 @@ class TestOtherWritersOnCdfTargets(PackageProject):
             sql(project, f"delete from {{s}}.orders where order_id = {10 + i}")
             sql(project, f"insert into {{s}}.orders values ({100 + i}, {i})")
             self.run_once(project, step)
-            for target in ("latest", "log"):  # one commit each: the new changes only
+            for target in ("latest", "log"):  # one data commit each: the new changes only
                 history = snapshots(project, target)
-                assert history[-2] == head[target], (step, target)
+                made = history[history.index(head[target]) + 1 :]
+                # A merge-on-read target's run may compact it after its commit (upkeep.py):
+                # those commits are compactions, which carry no change.
+                operations = dict(
+                    sql(
+                        project,
+                        f"select snapshot_id, operation from {{s}}.{target}.snapshots",
+                        "all",
+                    )
+                )
+                assert made and operations[made[0]] != "replace", (step, target)
+                assert all(operations[s] == "replace" for s in made[1:]), (step, target)

@@ -343,7 +343,7 @@ class Cluster:
     def _connect_conf(self) -> dict[str, str]:
         """Spark Connect in the Thrift Server's application (docs/cluster.md), on loopback,
         asking a token; a restart keeps its port and token (the clients' profiles)."""
-        if int(installed_line().line.split(".")[0]) < 4:
+        if not installed_line().spark_connect:
             return {}
         if not self.state.connect_port:
             self.state.connect_port = free_port()

@@ -22,7 +22,7 @@ from tests.support import run_dbt_process, write_project
 pytestmark = pytest.mark.slow
 
 # Spark 4's PySpark carries Spark Connect's service; on Spark 3.5 the server has none.
-SPARK_CONNECT = int(installed_line().line.split(".")[0]) >= 4
+SPARK_CONNECT = installed_line().spark_connect
 
 MODELS = {
     "sources.yml": (

@@ -95,6 +95,12 @@ class SparkLine:
         return int(self.line.split(".")[0]) >= 4
 
     @property
+    def spark_connect(self) -> bool:
+        """Whether the line's PySpark carries Spark Connect's service (4.x), which serves
+        Python models beside a Thrift Server (``python/``); 3.5's does not."""
+        return int(self.line.split(".")[0]) >= 4
+
+    @property
     def iceberg_runtime(self) -> Coordinate:
         artifact = f"iceberg-spark-runtime-{self.line}_{self.scala}"
         return Coordinate("org.apache.iceberg", artifact, ICEBERG_VERSION)

@@ -112,6 +112,29 @@ def run_dbt_process(
     return DbtResult(code, output)
 
 
+def dbt_ok(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """What a dbt process that must succeed says."""
+    result = run_dbt_process(project, *args, env=env)
+    assert result.returncode == 0, f"dbt {' '.join(args)}:\n{result.output[-4000:]}"
+    return result.output
+
+
+def server_sql(project: Path, statement: str) -> list[tuple[Any, ...]]:
+    """One statement through the project's warm server, as an ingestion job or notebook runs it."""
+    from dbt.adapters.icetime.spark.server import client
+
+    connection = client.connect_writer(str(project / ".icetime"))
+    try:
+        cursor = connection.cursor()
+        cursor.execute(statement)
+        try:
+            return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+        except TypeError:  # DDL: described as a column, sent without data (connections.py)
+            return []
+    finally:
+        connection.close()
+
+
 def python(code: str, *args: str) -> str:
     """What ``code`` prints in a fresh interpreter (this one has PySpark loaded by other tests)."""
     done = subprocess.run(

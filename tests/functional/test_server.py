@@ -31,7 +31,8 @@ import yaml
 from dbt.adapters.icetime.spark.server import client, control, daemon, java
 from dbt.adapters.icetime.spark.server.files import SCRATCH, ServerFiles, alive
 from tests.deployments import budget
-from tests.support import DBT, ROOT, run_dbt_process, write_project
+from tests.support import DBT, ROOT, dbt_ok, run_dbt_process, write_project
+from tests.support import server_sql as sql
 
 pytestmark = pytest.mark.slow
 
@@ -73,26 +74,6 @@ def started(project: Path) -> Any:
     if server_files(project).read_state() is None:
         dbt_ok(project, "debug")
     return state(project)
-
-
-def sql(project: Path, statement: str) -> list[tuple[Any, ...]]:
-    """One statement through the project's server, as an ingestion job or notebook runs it."""
-    connection = client.connect_writer(str(project / ".icetime"))
-    try:
-        cursor = connection.cursor()
-        cursor.execute(statement)
-        try:
-            return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
-        except TypeError:  # DDL: described as a column, sent without data (connections.py)
-            return []
-    finally:
-        connection.close()
-
-
-def dbt_ok(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    result = run_dbt_process(project, *args, env=env)
-    assert result.returncode == 0, f"dbt {' '.join(args)}:\n{result.output[-4000:]}"
-    return result.output
 
 
 def daemons(project: Path) -> list[int]:

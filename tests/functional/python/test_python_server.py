@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from dbt.adapters.icetime import summary
-from dbt.adapters.icetime.spark.server import client, control
+from dbt.adapters.icetime.spark.server import control
 from dbt.adapters.icetime.spark.server.files import ServerFiles
 from dbt.adapters.icetime.spark.stack import installed_line
-from tests.support import run_dbt_process, write_project
+from tests.support import dbt_ok, run_dbt_process, write_project
+from tests.support import server_sql as sql
 
 pytestmark = pytest.mark.slow
 
@@ -36,24 +36,6 @@ MODELS = {
         "    return events.groupBy('kind').count().withColumnRenamed('count', 'n')\n"
     ),
 }
-
-
-def sql(project: Path, statement: str) -> list[tuple[Any, ...]]:
-    connection = client.connect_writer(str(project / ".icetime"))
-    try:
-        cursor = connection.cursor()
-        cursor.execute(statement)
-        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
-    except TypeError:  # DDL: described as a column, sent without data
-        return []
-    finally:
-        connection.close()
-
-
-def dbt_ok(project: Path, *args: str) -> str:
-    result = run_dbt_process(project, *args)
-    assert result.returncode == 0, f"dbt {' '.join(args)}:\n{result.output[-4000:]}"
-    return result.output
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ import yaml
 
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.spark.embedded import resolve_settings
+from dbt.adapters.icetime.spark.server import java
 from dbt.adapters.icetime.spark.stack import installed_line
 from tests.lakehouse import (
     DEMO_PROFILES,
@@ -141,9 +142,8 @@ class Cluster:
         self.state = ClusterState(directory=str(self.directory), lake_owned=owns_lake)
         if lake is not None:
             self.state.lake = asdict(lake)
-        # One Thrift session for this object's statements: the Thrift Server opens the Iceberg
-        # catalog (and its PostgreSQL connections) per session and does not close it when the
-        # session ends, so a session per statement exhausts PostgreSQL's connections.
+        # One Thrift session for this object's statements: with a REST catalog each session
+        # opens the catalog afresh (signs in, loads its config).
         self._session: Any = None
 
     # -- what clients need ----------------------------------------------------------------
@@ -309,10 +309,13 @@ class Cluster:
                 **self.spark_conf,
             }
         )
+        class_path = list(settings.jars)
         if self.lake is None:
-            # One catalog connection per Thrift session (docs/cluster.md): a session runs one
-            # statement at a time, and keeps its pool when it ends.
-            conf[f"spark.sql.catalog.{CATALOG}.clients"] = "1"
+            # One Iceberg catalog, one pool of PostgreSQL connections, for the application's
+            # sessions, Thrift's and Spark Connect's: Iceberg's own opens the catalog per
+            # session and keeps its pool when the session ends (docs/cluster.md).
+            conf.update(java.shared_catalog_conf(settings.catalog))
+            class_path.append(str(java.server_jar(settings.jars[0])))
         conf.update(self._connect_conf())
         command = [
             str(spark_home() / "bin" / "spark-submit"),
@@ -324,7 +327,7 @@ class Cluster:
             "icetime-thrift-server",
             # The JDBC driver must be on the driver's own class path for java.sql.DriverManager.
             "--driver-class-path",
-            ":".join(settings.jars),
+            ":".join(class_path),
         ]
         for key, value in conf.items():
             command += ["--conf", f"{key}={value}"]

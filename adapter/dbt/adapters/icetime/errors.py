@@ -734,6 +734,22 @@ PYTHON_MODEL_RESULT = (
 PYTHON_MODEL_FRAME = (
     "Python model {model} returned a DataFrame Spark cannot run; no table was changed.\n{error}"
 )
+PYTHON_CHANGES_ARGUMENT = (
+    "Python model {model}: {call} (line {line}) reads no ref or source: write {accepted}, "
+    "with literal names, as dbt.ref() and dbt.source() take them; no table was changed"
+)
+PYTHON_CHANGES_FRAME = (
+    "Python model {model}: dbt.changes() was given a {kind}; it takes the DataFrame of "
+    "{accepted}, written in the call; no table was changed"
+)
+PYTHON_CHANGES_NOT_CDF = (
+    "Python model {model} calls dbt.changes(), which reads change rows for models with "
+    "materialized='incremental' and incremental_strategy='cdf'; no table was changed"
+)
+PYTHON_CDF_WITHOUT_CHANGES = (
+    "CDF Python model {model} reads no change rows: read its upstream with {accepted} "
+    "(a Python model is not planned from a query, as a SQL one with a unique_key is)"
+)
 PYTHON_REMOTE_SPARK = (
     "Python model {model}: a remote Spark server (method thrift, http or odbc) runs Python "
     "models through Spark Connect; name its endpoint in the profile as connect_url "

@@ -288,9 +288,13 @@ class IcetimeAdapter(SparkAdapter):
 
     @available
     def icetime_cdf_prepare(
-        self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
+        self,
+        model: Mapping[str, Any],
+        graph: Mapping[str, Any],
+        full_refresh: bool,
+        query: str | None = None,
     ) -> dict[str, Any]:
-        return self.invocation().cdf.prepare(model, graph, full_refresh)
+        return self.invocation().cdf.prepare(model, graph, full_refresh, query)
 
     @available
     def icetime_scd_prepare(self, model: Mapping[str, Any]) -> dict[str, Any]:
@@ -331,6 +335,24 @@ class IcetimeAdapter(SparkAdapter):
             # A branch run's model reads the branch, as its SQL would (wap.py).
             {wap.SESSION_SETTING: invocation.branch},
             invocation.services.project_root,
+        )
+
+    @available
+    def icetime_python_changes(
+        self, model: Mapping[str, Any], relations: Mapping[str, Any], full_refresh: bool
+    ) -> None:
+        """Before a CDF Python model's code: its ``dbt.changes()`` reads planned, their views
+        made in the session the code runs on (``relations``: its refs and sources by key)."""
+        invocation = self.invocation()
+        python_models.plan_changes(
+            self.connections.get_thread_connection(),
+            cast(IcetimeCredentials, self.config.credentials),
+            model,
+            relations,
+            get_invocation_id(),
+            {wap.SESSION_SETTING: invocation.branch},
+            invocation.services.project_root,
+            lambda read, execute: invocation.cdf.python_changes(read, model, full_refresh, execute),
         )
 
     @available

@@ -44,8 +44,41 @@ class CdfSession:
     # -- what the macros call -----------------------------------------------------------------
 
     def changes(self, relation: Any, model: Mapping[str, Any], full_refresh: bool) -> str:
-        """What `icetime.changes(relation)` renders: a temporary view of the upstream's changes."""
-        config = cdf_config(model, caller="icetime.changes()")
+        """What `icetime.changes(relation)` renders: a temporary view of the upstream's changes.
+        In a run the materialization creates the view (prepare): a model that is then skipped
+        runs no statement, and starts no Spark. compile and show need it now."""
+        return self._changes(relation, model, full_refresh, "icetime.changes()", None)
+
+    def python_changes(
+        self,
+        relations: Mapping[str, Any],
+        model: Mapping[str, Any],
+        full_refresh: bool,
+        execute: Callable[[str], object],
+    ) -> dict[str, str]:
+        """A Python model's ``dbt.changes()`` reads, before its code runs: each upstream's
+        change view, made by ``execute`` in the session the code runs on, by key of
+        ``relations``; what each key reads from (a view's name, or the empty read of
+        ``--empty``). The run is planned whole here (each upstream's range, the choice of a
+        rebuild, a recovery), so no view changes under the code once it has read one."""
+        reads = {
+            key: self._changes(relation, model, full_refresh, "dbt.changes()", execute)
+            for key, relation in relations.items()
+        }
+        run = self.runs.get(model["unique_id"])
+        if run is not None:
+            run.recover()
+        return reads
+
+    def _changes(
+        self,
+        relation: Any,
+        model: Mapping[str, Any],
+        full_refresh: bool,
+        caller: str,
+        execute: Callable[[str], object] | None,
+    ) -> str:
+        config = cdf_config(model, caller=caller)
         node_id = model["unique_id"]
         if config.mode == RECOMPUTE:
             raise errors.ConfigurationError(errors.CHANGES_WITH_RECOMPUTE.format(model=node_id))
@@ -61,7 +94,7 @@ class CdfSession:
             # A fresh project compiles (docs generate, compile) before its raw tables exist.
             logger.warning(errors.CDF_UPSTREAM_NOT_YET.format(model=node_id, table=name))
             return placeholder_sql(name.sql())
-        run = self._run(model, config, full_refresh)
+        run = self._run(model, config, full_refresh, views_execute=execute)
         if str(name) not in run.upstreams and run.upstreams and not config.unique_key:
             raise errors.ConfigurationError(
                 errors.CHANGES_TWO_UPSTREAMS.format(
@@ -76,15 +109,20 @@ class CdfSession:
             to_snapshot=pinned if pinned is not None else metadata.current_snapshot_id,
             view=view_name(node_id, str(len(run.upstreams))),
         )
-        # In a run the materialization creates the view (prepare): a model that is then skipped
-        # runs no statement, and starts no Spark. compile and show need it now.
-        return run.add(upstream, create_view=compiling_only())
+        return run.add(upstream, create_view=execute is not None or compiling_only())
 
     def prepare(
-        self, model: Mapping[str, Any], graph: Mapping[str, Any], full_refresh: bool
+        self,
+        model: Mapping[str, Any],
+        graph: Mapping[str, Any],
+        full_refresh: bool,
+        query: str | None = None,
     ) -> dict[str, Any]:
-        """The run the materialization is about to make (see changes/runs.py: described_run)."""
+        """The run the materialization is about to make (see changes/runs.py: described_run).
+        ``query``: the model's query when it is not its compiled code (a Python model's: the
+        view its DataFrame was left as, over the change views ``python_changes`` made)."""
         config = cdf_config(model, caller="incremental_strategy 'cdf'")
+        query = query or model["compiled_code"]
         if empty_run():
             # `--empty`: a missing target is rebuilt from the empty read, and no watermark is
             # recorded (no run, so no state in its properties): the next run is a first run.
@@ -94,7 +132,7 @@ class CdfSession:
                 "full": True,
                 "mode": config.mode,
                 "reason": "--empty",
-                "sql": model["compiled_code"],
+                "sql": query,
             }
         if config.mode == MERGE and config.unique_key and self.runs.get(model["unique_id"]) is None:
             config = config.by_query()  # no changes(): kept equal to its query over its upstreams
@@ -106,7 +144,7 @@ class CdfSession:
                 errors.CDF_WITHOUT_CHANGES.format(model=model["unique_id"])
             )
         run.recover()
-        sql = run.model_sql(model["compiled_code"])  # makes the views describe() names
+        sql = run.model_sql(query)  # makes the views describe() names
         described = described_run(run)
         described["sql"] = sql
         if run.estimate is not None:
@@ -117,11 +155,22 @@ class CdfSession:
 
     # -- a model's run ------------------------------------------------------------------------
 
-    def _run(self, model: Mapping[str, Any], config: CdfConfig, full_refresh: bool) -> ChangeRun:
+    def _run(
+        self,
+        model: Mapping[str, Any],
+        config: CdfConfig,
+        full_refresh: bool,
+        views_execute: Callable[[str], object] | None = None,
+    ) -> ChangeRun:
         run = self.runs.get(model["unique_id"])
         if run is None:
             run = self.runs.begin(
-                model, config.mode, config, full_refresh, keys_from_query=config.keys_from_query
+                model,
+                config.mode,
+                config,
+                full_refresh,
+                keys_from_query=config.keys_from_query,
+                views_execute=views_execute,
             )
         return run
 

@@ -115,13 +115,16 @@ class ChangeRun:
     rescans: bool = False
     # When the run began (epoch ms): its data commit's timestamp ends it (cost_entries).
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    # Where the change views (and the staged files' views under them) are made, when not in
+    # the model's connection: a Python model's Spark session, which its code reads them in.
+    views_execute: Callable[[str], object] | None = None
 
     def __post_init__(self) -> None:
         self.changes = ChangeSql(
             self.node_id,
             self.mode,
             self.feeds,
-            self.execute,
+            self.views_execute or self.execute,
             self.target_metadata,
             self.local_staging,
         )
@@ -359,9 +362,10 @@ class ChangeRun:
         """Drop the run's temporary views. Dropping a cached view also uncaches it (measured:
         a view dropped and made again read its upstream again, bench/README.md): no statement
         of its own uncaches."""
-        views = [u.view for u in self.upstreams.values() if u.view_created]
-        views += self.key_views + self.changes.staged_views + self.cached_views
-        for view in views:
+        changes = [u.view for u in self.upstreams.values() if u.view_created]
+        for view in changes + self.changes.staged_views:
+            self.changes.execute(f"drop view if exists {quote_identifier(view)}")
+        for view in self.key_views + self.cached_views:
             self.execute(f"drop view if exists {quote_identifier(view)}")
 
 

@@ -14,9 +14,10 @@ DataFrame Spark cannot analyse with Spark's error; nothing has been written then
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.icetime import errors
 from dbt.adapters.icetime.credentials import IcetimeCredentials
-from dbt.adapters.icetime.python import sessions
+from dbt.adapters.icetime.python import changes, sessions
 from dbt.adapters.icetime.sql import quote_identifier
 
 logger = AdapterLogger("icetime")
@@ -43,6 +44,40 @@ def view_sql(unique_id: str, invocation_id: str) -> str:
     return f"{GLOBAL_TEMP}.{quote_identifier(view_name(unique_id, invocation_id))}"
 
 
+# A CDF model's planned change reads (changes.py), from plan_changes to its run, by the view
+# its DataFrame is left as (one per invocation and model).
+_planned: dict[str, Mapping[str, str]] = {}
+_planned_lock = threading.Lock()
+
+
+def plan_changes(
+    connection: Connection,
+    creds: IcetimeCredentials,
+    model: Mapping[str, Any],
+    relations: Mapping[str, Any],
+    invocation_id: str,
+    settings: Mapping[str, str | None],
+    project_root: str,
+    plan: Callable[[Mapping[str, Any], Callable[[str], object]], Mapping[str, str]],
+) -> None:
+    """Before a CDF model's code runs: its ``dbt.changes()`` reads (by key of ``relations``,
+    the model's refs and sources as its materialization resolved them) planned by ``plan``,
+    whose change views are made in the session the code runs on."""
+    name = str(model["unique_id"])
+    code = padded(model, str(model.get("compiled_code") or ""), project_root)
+    calls = changes.change_calls(code, name)
+    if not calls:
+        raise errors.ConfigurationError(
+            errors.PYTHON_CDF_WITHOUT_CHANGES.format(model=name, accepted=changes.ACCEPTED)
+        )
+    read = {call.key: relations[call.key] for call in calls if call.key in relations}
+    session = sessions.model_session(connection, creds, name, settings)
+    reads = plan(read, lambda sql: session.sql(sql))
+    by_relation = {changes.rendered(read[key]): source for key, source in reads.items()}
+    with _planned_lock:
+        _planned[view_name(name, invocation_id)] = by_relation
+
+
 def submit(
     connection: Connection,
     creds: IcetimeCredentials,
@@ -58,7 +93,11 @@ def submit(
     started = time.monotonic()
     session = sessions.model_session(connection, creds, name, settings)
     opened = time.monotonic()
-    run(session, model, compiled_code, view_name(name, invocation_id), project_root)
+    view = view_name(name, invocation_id)
+    with _planned_lock:
+        planned = _planned.pop(view, None)
+    reads = changes.ChangeReads(name, cdf=planned is not None, by_relation=planned or {})
+    run(session, model, compiled_code, view, project_root, reads)
     logger.debug(
         f"icetime: Python model {name}: its session in {opened - started:.2f}s, "
         f"its code and DataFrame in {time.monotonic() - opened:.2f}s"
@@ -67,18 +106,25 @@ def submit(
 
 
 def run(
-    session: Any, model: Mapping[str, Any], compiled_code: str, view: str, project_root: str
+    session: Any,
+    model: Mapping[str, Any],
+    compiled_code: str,
+    view: str,
+    project_root: str,
+    reads: changes.ChangeReads,
 ) -> None:
-    """Run the model's code on ``session`` and leave its DataFrame as global view ``view``."""
+    """Run the model's code on ``session`` and leave its DataFrame as global view ``view``;
+    ``reads``: its ``dbt.changes()`` reads."""
     name = str(model["unique_id"])
     path = str(model.get("original_file_path") or name)
     namespace: dict[str, Any] = {"__name__": "__icetime_python_model__"}
-    # dbt drops the file's leading blank lines; put back, the traceback's lines are the file's.
-    padded = "\n" * _leading_lines(_source_text(model, project_root), compiled_code) + compiled_code
     try:
-        exec(compile(padded, path, "exec"), namespace)
-        dbt = namespace["dbtObj"](lambda relation: session.sql(f"select * from {relation}"))
+        exec(compile(padded(model, compiled_code, project_root), path, "exec"), namespace)
+        dbt = namespace["dbtObj"](reads.loader(session))
+        dbt.changes = reads.changes(session)
         result = namespace["model"](dbt, session)
+    except errors.PythonModelError:  # dbt.changes() refused its argument
+        raise
     except Exception as exc:
         raise errors.PythonModelError(
             errors.PYTHON_MODEL_RAISED.format(model=name, traceback=_traceback(exc, path))
@@ -111,6 +157,12 @@ def as_spark(session: Any, result: Any, model: str) -> Any:
         return session.createDataFrame(result)
     kind = f"{type(result).__module__}.{type(result).__qualname__}"
     raise errors.PythonModelError(errors.PYTHON_MODEL_RESULT.format(model=model, kind=kind))
+
+
+def padded(model: Mapping[str, Any], compiled_code: str, project_root: str) -> str:
+    """The compiled code with the model file's leading blank lines, which dbt drops, put back:
+    its line numbers are the file's (in tracebacks and refusals)."""
+    return "\n" * _leading_lines(_source_text(model, project_root), compiled_code) + compiled_code
 
 
 def _source_text(model: Mapping[str, Any], project_root: str) -> str:

@@ -57,6 +57,31 @@
   {{ return(icetime_python_end(target_relation, existing, full)) }}
 {% endmacro %}
 
+{% macro icetime_python_inputs() %}
+  {#- The model's refs and sources as relations (pinned reads), by the keys of the names its
+      dbt.changes() calls give them: ref:orders, ref:package.orders.v2, source:raw.objects. -#}
+  {%- set inputs = {} -%}
+  {%- for r in model.refs -%}
+    {%- set args = [r.get('package'), r['name']] if r.get('package') else [r['name']] -%}
+    {%- set key = 'ref:' ~ (args | join('.')) ~ (('.v' ~ r['version']) if r.get('version') else '') -%}
+    {%- do inputs.update({key: ref(*args, v=r.get('version'))}) -%}
+  {%- endfor -%}
+  {%- for s in model.sources -%}
+    {%- do inputs.update({'source:' ~ (s | join('.')): source(*s)}) -%}
+  {%- endfor -%}
+  {{ return(inputs) }}
+{% endmacro %}
+
+{% macro icetime_python_cdf() %}
+  {#- A CDF model: its DataFrame (over its change views) is its query; the change engine
+      writes it (incremental/cdf.sql). -#}
+  {%- set result = icetime_cdf_materialization(icetime_python_source()) -%}
+  {% call statement('python_view') -%}
+    drop view if exists {{ adapter.icetime_python_view(model) }}
+  {%- endcall %}
+  {{ return(result) }}
+{% endmacro %}
+
 {% macro icetime_python_end(target_relation, old_relation, full) %}
   {% call statement('python_view') -%}
     drop view if exists {{ adapter.icetime_python_view(model) }}

@@ -1,17 +1,19 @@
 {#- incremental_strategy='cdf': incremental models driven by snapshot diffs, as a recipe of named
     steps. The model reads icetime.changes(ref(...)) (its change rows, which run.sql defines in
     a WITH clause around the model's query), or, with cdf_recompute_keys, plain SQL over its
-    upstreams. The adapter (cdf/session.py) plans the run; the tail is the change engine's
+    upstreams; a Python model reads dbt.changes(dbt.ref(...)), and its query is its
+    DataFrame's view. The adapter (cdf/session.py) plans the run; the tail is the change engine's
     (changes.sql). See docs/flow/cdf.md. -#}
 
-{% macro icetime_cdf_materialization() %}
-  {%- do icetime_cdf_require_sql() -%}
+{% macro icetime_cdf_materialization(query=none) %}
+  {#- query: a Python model's (its DataFrame's view, python.sql), whose pre-hooks ran before
+      its code. -#}
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
   {%- set existing_relation = load_relation(this) -%}
-  {%- set run = adapter.icetime_cdf_prepare(model, graph, should_full_refresh()) -%}
+  {%- set run = adapter.icetime_cdf_prepare(model, graph, should_full_refresh(), query) -%}
   {%- set committed = [] -%}
 
-  {{ run_hooks(pre_hooks) }}
+  {%- if query is none -%}{{ run_hooks(pre_hooks) }}{%- endif -%}
   {%- set target_table = existing_relation is not none and not existing_relation.is_view -%}
   {%- if run.empty and target_table -%}
     {#- `--empty` on an existing target: left alone, watermark and all. -#}
@@ -31,13 +33,6 @@
     {%- do committed.append(true) -%}
   {%- endif -%}
   {{ return(icetime_changes_end(run, existing_relation, committed | length > 0)) }}
-{% endmacro %}
-
-
-{% macro icetime_cdf_require_sql() %}
-  {%- if model['language'] != 'sql' -%}
-    {% do exceptions.raise_compiler_error("CDF model " ~ model['unique_id'] ~ " must be a SQL model; Python models are not supported by incremental_strategy 'cdf'.") %}
-  {%- endif -%}
 {% endmacro %}
 
 

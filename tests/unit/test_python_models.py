@@ -96,3 +96,19 @@ def test_dbt_changes_refuses_a_frame_no_changes_call_read() -> None:
     with pytest.raises(errors.PythonModelError) as refused:
         not_cdf.changes(session)(not_cdf.loader(session)("`c`.`s`.`t`"))
     assert "incremental_strategy='cdf'" in str(refused.value)
+
+
+def test_a_changes_call_of_an_input_dbt_did_not_parse_is_refused() -> None:
+    model = {
+        "unique_id": "model.p.m",
+        "compiled_code": "def model(dbt, s):\n    return dbt.changes(dbt.ref('orders', v=2))\n",
+    }
+
+    def never(*args: object) -> dict[str, str]:
+        raise AssertionError("planned")
+
+    with pytest.raises(errors.ConfigurationError) as refused:
+        relations = {"ref:orders": object()}
+        models.plan_changes(None, None, model, relations, "i", {}, "/", never)  # type: ignore[arg-type]
+    assert "on line 2 reads ref:orders.v2, which is none of the model's refs" in str(refused.value)
+    assert "(ref:orders)" in str(refused.value)

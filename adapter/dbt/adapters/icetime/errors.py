@@ -742,6 +742,10 @@ PYTHON_CHANGES_FRAME = (
     "Python model {model}: dbt.changes() was given a {kind}; it takes the DataFrame of "
     "{accepted}, written in the call; no table was changed"
 )
+PYTHON_CHANGES_UNKNOWN = (
+    "Python model {model}: dbt.changes() on line {line} reads {key}, which is none of the "
+    "model's refs and sources as dbt parsed them ({known}); no table was changed"
+)
 PYTHON_CHANGES_NOT_CDF = (
     "Python model {model} calls dbt.changes(), which reads change rows for models with "
     "materialized='incremental' and incremental_strategy='cdf'; no table was changed"

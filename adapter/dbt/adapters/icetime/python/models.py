@@ -7,6 +7,9 @@ AS OF <id>``, which ``session.table`` would not parse). The result must be a Spa
 (or a pandas one, converted); it is left as a global temporary view named for the model and the
 invocation (``view_name``), which the materialization writes from and then drops.
 
+A CDF model's ``dbt.changes()`` reads are planned before its code runs (``plan_changes``,
+``changes.py``).
+
 A model that raises is reported with its own traceback (the frames of its file), named, and a
 DataFrame Spark cannot analyse with Spark's error; nothing has been written then.
 """
@@ -70,7 +73,14 @@ def plan_changes(
         raise errors.ConfigurationError(
             errors.PYTHON_CDF_WITHOUT_CHANGES.format(model=name, accepted=changes.ACCEPTED)
         )
-    read = {call.key: relations[call.key] for call in calls if call.key in relations}
+    unknown = [call for call in calls if call.key not in relations]
+    if unknown:  # dbt's parser found no such ref or source
+        raise errors.ConfigurationError(
+            errors.PYTHON_CHANGES_UNKNOWN.format(
+                model=name, key=unknown[0].key, line=unknown[0].line, known=", ".join(relations)
+            )
+        )
+    read = {call.key: relations[call.key] for call in calls}
     session = sessions.model_session(connection, creds, name, settings)
     reads = plan(read, lambda sql: session.sql(sql))
     by_relation = {changes.rendered(read[key]): source for key, source in reads.items()}

@@ -99,6 +99,11 @@ step "icetime.lineage follows the registry's batch 3 snapshot back through every
   "dbt run-operation icetime.lineage --args '{relation: analytics.registry}'"
 step "Change feed: every change to raw objects since batch 1, by kind (decays are update pairs)" \
   "dbt show --inline \"select _change_type, count(*) as changes, count(distinct _commit_snapshot_id) as commits from {{ ref('object_changes') }} group by 1 order by 1\""
+if [ "$mode" != --cluster ]; then
+  step "The same change log as a Python model (models/cdf/object_changes_py.py reads
+   dbt.changes(dbt.source('raw', 'objects'))): the same rows as the SQL one" \
+    "dbt test --select python_change_log_matches"
+fi
 step "CDF models again with nothing new upstream: no data read, no commit" \
   "dbt run --select active_objects orbit_counts object_changes"
 step "Active objects (CDF merge) and per-orbit counts (CDF recompute), equal to a rebuild" \

@@ -64,6 +64,8 @@ SLOWEST = (
     "test_integration.py[embedded]",  # ~360: the demo project end to end
     "test_integration.py[cluster_lakehouse]",  # ~280: a cluster of its own on REST + S3
     "test_server.py",  # ~260: the warm server's life, security and concurrency
+    "cdf/test_cdf_aggregates.py",  # ~600 in two scopes: every step against the queries
+    "cdf/test_tpch.py",  # ~420: random refresh rounds and killed runs
     CLUSTER_SCOPE,  # ~200: the cluster's start and the short pass through it
     "snapshots/test_history_snapshot.py",  # ~220 in six scopes
     "cdf/test_cdf_faults.py",  # ~120, killed dbt processes (all three histories: ~260)

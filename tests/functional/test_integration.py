@@ -189,17 +189,19 @@ def deployment(
         request.getfixturevalue("cluster").empty_catalog()
 
 
-def python_marts(deployment: Deployment) -> int:
-    """The demo's Python mart (fleet_share): built where its profile's method is session (a
-    cluster profile leaves it out, integration_tests/models/marts/schema.yml)."""
-    return 1 if deployment.profile.get("method") == "session" else 0
+def python_models(deployment: Deployment) -> int:
+    """The demo's Python models (the fleet_share mart, the object_changes_py change log): built
+    where its profile's method is session (a cluster profile leaves them out,
+    integration_tests/models/*/schema.yml), each with a test where it runs."""
+    return 2 if deployment.profile.get("method") == "session" else 0
 
 
 def test_the_project_builds_and_its_tests_pass(deployment: Deployment) -> None:
-    passed = 30 + python_marts(deployment)
+    # the Python models, and the test comparing the Python change log with the SQL one
+    passed = 30 + python_models(deployment) + min(1, python_models(deployment))
     for build in ("first build", "second build"):
         # 28 SQL models, seeds and data tests, the unit test of a CDF model's logic, and the
-        # Python mart.
+        # Python models and their test.
         assert f"PASS={passed} WARN=0 ERROR=0" in deployment.outputs[build], build
         assert "Concurrency: 4 threads" in deployment.outputs[build], build
     assert deployment.count("raw.objects") == 120
@@ -212,11 +214,11 @@ def test_cdf_models_apply_only_the_changes_and_equal_a_rebuild(deployment: Deplo
     # Incremental, from the watermark the first build left: not rebuilt from scratch.
     assert f"changes of icetime.raw.objects since snapshot {watermark}" in second
     assert "from scratch" not in second
-    # The four CDF models and the history snapshot share one read of the files raw.objects'
-    # commits touched (the first reads, four reuse); the joined model also reads
-    # raw.observations' own.
+    # The CDF models (the Python change log too) and the history snapshot share one read of
+    # the files raw.objects' commits touched (the first reads, the others reuse); the joined
+    # model also reads raw.observations' own.
     assert second.count("touched by them") == 2
-    assert second.count("reusing the rows read for") == 4
+    assert second.count("reusing the rows read for") == 4 + min(1, python_models(deployment))
     # The project's singular test compares every CDF model with the same SQL built from scratch.
     assert "PASS=1 " in deployment.dbt("test", "--select", "cdf_models_match_rebuild")
 
@@ -363,7 +365,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     skip = ("run", "--vars", "{skip_unchanged: true}")
     deployment.dbt(*skip)  # catches up with what the earlier tests changed
     # Nothing landed since: every model is dbt's no-op.
-    models = 10 + python_marts(deployment)
+    models = 10 + python_models(deployment)
     assert f"NO-OP={models} TOTAL={models}" in deployment.dbt(*skip)
 
     before = deployment.current("raw.observations")
@@ -374,7 +376,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     assert re.search(rf"registry\s+build\s+{moved}", plan), plan
     assert re.search(r"conjunction_alerts\s+build\s+its input registry builds in this run", plan)
     assert re.search(r"operator_fleet\s+skip\s+unchanged", plan), plan
-    assert f"4 to build, {7 + python_marts(deployment)} to skip" in plan
+    assert f"4 to build, {7 + python_models(deployment)} to skip" in plan
 
     # The nightly run builds the marts that read observations; the rest is left alone.
     nightly = deployment.dbt(*skip)
@@ -386,7 +388,7 @@ def test_nightly_run_builds_only_the_models_whose_inputs_moved(deployment: Deplo
     marts = {"registry", "orbit_summary", "conjunction_alerts", "tracked_observations"}
     assert built == marts, nightly
     assert "operator_fleet" in left and "active_objects" in left
-    assert f"NO-OP={6 + python_marts(deployment)}" in nightly
+    assert f"NO-OP={6 + python_models(deployment)}" in nightly
 
 
 @FULL_PASS

@@ -53,8 +53,9 @@ def test_demo_builds_on_a_postgres_catalog(postgres: PostgresServer, demo_copy: 
     for batch in (1, 2):
         dbt("run-operation", "ingest_batch", "--args", f"{{batch: {batch}}}")
     output = dbt("build")
-    # 30 SQL models, seeds and tests, and the Python mart (the profile's method is session).
-    assert "PASS=31" in output and "ERROR=0" in output
+    # 30 SQL models, seeds and tests, and the two Python models and their test (the
+    # profile's method is session).
+    assert "PASS=33" in output and "ERROR=0" in output
 
     # The catalog really lives in PostgreSQL: the tables are registered there...
     with (

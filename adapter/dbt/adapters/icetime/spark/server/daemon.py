@@ -98,16 +98,31 @@ def main(argv: list[str]) -> int:
         ).start()
         _serve(server, home, thrift, int(launch["idle_timeout_s"]), stopping)
     finally:
-        if _identity(server.directory) == home:  # else none of the files there are its own
+        own = _identity(server.directory) == home  # else none of the files there are its own
+        if own:
             server.remove_running()
     _log("stopped")
     recording = launch.get("archive_recording")
     if session is not None and recording:
         _exit_jvm_keeping_archive(session, launch["archive"], recording)
-    # Otherwise the JVM exits when this process does (PySpark's gateway watches its stdin),
-    # with no Spark shutdown, which would take seconds for nothing.
+    elif session is not None:
+        _kill_jvm()
+    if own:  # what the JVM wrote into Hive's scratch while it stopped
+        server.remove_running()
     sys.stdout.flush()
     os._exit(0)
+
+
+def _kill_jvm() -> None:
+    """End the JVM at once: no Spark shutdown, which would take seconds for nothing (every
+    commit is done or was never made), and no shutdown hook writing into the scratch
+    directory after this process removed it."""
+    from pyspark import SparkContext
+
+    process = SparkContext._gateway.proc  # type: ignore[union-attr]
+    with contextlib.suppress(Exception):
+        process.kill()
+        process.wait(timeout=30)
 
 
 def _hold_recorder_lock(path: str) -> None:

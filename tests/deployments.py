@@ -120,12 +120,13 @@ def _server(started: Started, base: Path) -> None:
 
 
 def _postgres(started: Started, base: Path) -> None:
-    from tests.services import start_postgres, stop_postgres
+    from tests.services import create_iceberg_tables, start_postgres, stop_postgres
 
     # PostgreSQL runs as its own user under root: a directory it can reach.
     home = Path(tempfile.mkdtemp(prefix="icetime-test-pg-"))
     started.stops.append(lambda: stop_postgres(home))
     server = start_postgres(home)
+    create_iceberg_tables(server)  # the workers open the catalog at once
     keys = server.catalog(base)
     del keys["icetime_dir"]  # each worker keeps its own directory (staging, logs)
     started.profile = {"server": False, **keys}

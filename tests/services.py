@@ -159,6 +159,37 @@ def start_postgres(base: Path, password: str = "s3cret'pw") -> PostgresServer:
     return server
 
 
+# Iceberg's JDBC catalog tables as its catalog leaves them (JdbcUtil, schema V1). Each process's
+# first catalog creates the tables if missing, then adds the V1 column if missing: processes
+# starting at once on a new database refuse each other ('column "iceberg_type" of relation
+# "iceberg_tables" already exists', the postgres lane's workers once). Made beforehand, every
+# process finds them complete.
+ICEBERG_JDBC_TABLES = (
+    "create table if not exists iceberg_tables (catalog_name varchar(255) not null, "
+    "table_namespace varchar(255) not null, table_name varchar(255) not null, "
+    "metadata_location varchar(1000), previous_metadata_location varchar(1000), "
+    "iceberg_type varchar(5), primary key (catalog_name, table_namespace, table_name))",
+    "create table if not exists iceberg_namespace_properties (catalog_name varchar(255) not "
+    "null, namespace varchar(255) not null, property_key varchar(255), property_value "
+    "varchar(1000), primary key (catalog_name, namespace, property_key))",
+)
+
+
+def create_iceberg_tables(server: PostgresServer) -> None:
+    """Make the Iceberg catalog's tables in the server's database, before several processes
+    open the catalog at once."""
+    where = ["-h", server.host, "-p", str(server.port), "-U", server.user, "-d", server.database]
+    for statement in ICEBERG_JDBC_TABLES:
+        subprocess.run(
+            [str(_postgres_bin() / "psql"), *where, "-v", "ON_ERROR_STOP=1", "-c", statement],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PGPASSWORD": server.password},
+            timeout=60,
+        )
+
+
 def _pg_ctl(base: Path, action: str) -> None:
     data = base / "pgdata"
     log = ["-l", str(base / "pg.log")] if action == "start" else ["-m", "fast"]

@@ -109,6 +109,7 @@ def test_a_changes_call_of_an_input_dbt_did_not_parse_is_refused() -> None:
 
     with pytest.raises(errors.ConfigurationError) as refused:
         relations = {"ref:orders": object()}
-        models.plan_changes(None, None, model, relations, "i", {}, "/", never)  # type: ignore[arg-type]
+        jobs = models.PythonJobs(None, "i", {}, "/")  # type: ignore[arg-type]
+        jobs.plan_changes(None, model, relations, never)  # type: ignore[arg-type]
     assert "on line 2 reads ref:orders.v2, which is none of the model's refs" in str(refused.value)
     assert "(ref:orders)" in str(refused.value)

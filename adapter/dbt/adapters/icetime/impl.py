@@ -324,18 +324,7 @@ class IcetimeAdapter(SparkAdapter):
         """A Python model's code, run on its deployment's Spark; its DataFrame is left as a
         global view for the materialization's SQL to write (``icetime_python_view``)."""
         connection = self.connections.get_thread_connection()
-        creds = cast(IcetimeCredentials, self.config.credentials)
-        invocation = self.invocation()
-        return python_models.submit(
-            connection,
-            creds,
-            parsed_model,
-            compiled_code,
-            get_invocation_id(),
-            # A branch run's model reads the branch, as its SQL would (wap.py).
-            {wap.SESSION_SETTING: invocation.branch},
-            invocation.services.project_root,
-        )
+        return self._python_jobs().submit(connection, parsed_model, compiled_code)
 
     @available
     def icetime_python_changes(
@@ -343,16 +332,21 @@ class IcetimeAdapter(SparkAdapter):
     ) -> None:
         """Before a CDF Python model's code: its ``dbt.changes()`` reads planned, their views
         made in the session the code runs on (``relations``: its refs and sources by key)."""
-        invocation = self.invocation()
-        python_models.plan_changes(
+        cdf = self.invocation().cdf
+        self._python_jobs().plan_changes(
             self.connections.get_thread_connection(),
-            cast(IcetimeCredentials, self.config.credentials),
             model,
             relations,
+            lambda read, execute: cdf.python_changes(read, model, full_refresh, execute),
+        )
+
+    def _python_jobs(self) -> python_models.PythonJobs:
+        invocation = self.invocation()
+        return python_models.PythonJobs(
+            cast(IcetimeCredentials, self.config.credentials),
             get_invocation_id(),
             {wap.SESSION_SETTING: invocation.branch},
             invocation.services.project_root,
-            lambda read, execute: invocation.cdf.python_changes(read, model, full_refresh, execute),
         )
 
     @available

@@ -7,7 +7,7 @@ AS OF <id>``, which ``session.table`` would not parse). The result must be a Spa
 (or a pandas one, converted); it is left as a global temporary view named for the model and the
 invocation (``view_name``), which the materialization writes from and then drops.
 
-A CDF model's ``dbt.changes()`` reads are planned before its code runs (``plan_changes``,
+A CDF model's ``dbt.changes()`` reads are planned before its code runs (``PythonJobs.plan_changes``,
 ``changes.py``).
 
 A model that raises is reported with its own traceback (the frames of its file), named, and a
@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,66 +54,66 @@ _planned: dict[str, Mapping[str, str]] = {}
 _planned_lock = threading.Lock()
 
 
-def plan_changes(
-    connection: Connection,
-    creds: IcetimeCredentials,
-    model: Mapping[str, Any],
-    relations: Mapping[str, Any],
-    invocation_id: str,
-    settings: Mapping[str, str | None],
-    project_root: str,
-    plan: Callable[[Mapping[str, Any], Callable[[str], object]], Mapping[str, str]],
-) -> None:
-    """Before a CDF model's code runs: its ``dbt.changes()`` reads (by key of ``relations``,
-    the model's refs and sources as its materialization resolved them) planned by ``plan``,
-    whose change views are made in the session the code runs on."""
-    name = str(model["unique_id"])
-    code = padded(model, str(model.get("compiled_code") or ""), project_root)
-    calls = changes.change_calls(code, name)
-    if not calls:
-        raise errors.ConfigurationError(
-            errors.PYTHON_CDF_WITHOUT_CHANGES.format(model=name, accepted=changes.ACCEPTED)
-        )
-    unknown = [call for call in calls if call.key not in relations]
-    if unknown:  # dbt's parser found no such ref or source
-        raise errors.ConfigurationError(
-            errors.PYTHON_CHANGES_UNKNOWN.format(
-                model=name, key=unknown[0].key, line=unknown[0].line, known=", ".join(relations)
+@dataclass(frozen=True)
+class PythonJobs:
+    """The Python models of one dbt invocation: the profile's credentials, the invocation, the
+    settings every model's session gets from its connection (a branch run's
+    ``spark.wap.branch``: the model reads the branch, as its SQL would), the project's root."""
+
+    creds: IcetimeCredentials
+    invocation_id: str
+    settings: Mapping[str, str | None]
+    project_root: str
+
+    def plan_changes(
+        self,
+        connection: Connection,
+        model: Mapping[str, Any],
+        relations: Mapping[str, Any],
+        plan: Callable[[Mapping[str, Any], Callable[[str], object]], Mapping[str, str]],
+    ) -> None:
+        """Before a CDF model's code runs: its ``dbt.changes()`` reads (by key of
+        ``relations``, the model's refs and sources as its materialization resolved them)
+        planned by ``plan``, whose change views are made in the session the code runs on."""
+        name = str(model["unique_id"])
+        code = padded(model, str(model.get("compiled_code") or ""), self.project_root)
+        calls = changes.change_calls(code, name)
+        if not calls:
+            raise errors.ConfigurationError(
+                errors.PYTHON_CDF_WITHOUT_CHANGES.format(model=name, accepted=changes.ACCEPTED)
             )
+        unknown = [call for call in calls if call.key not in relations]
+        if unknown:  # dbt's parser found no such ref or source
+            raise errors.ConfigurationError(
+                errors.PYTHON_CHANGES_UNKNOWN.format(
+                    model=name, key=unknown[0].key, line=unknown[0].line, known=", ".join(relations)
+                )
+            )
+        read = {call.key: relations[call.key] for call in calls}
+        session = sessions.model_session(connection, self.creds, name, self.settings)
+        reads = plan(read, lambda sql: session.sql(sql))
+        by_relation = {changes.rendered(read[key]): source for key, source in reads.items()}
+        with _planned_lock:
+            _planned[view_name(name, self.invocation_id)] = by_relation
+
+    def submit(
+        self, connection: Connection, model: Mapping[str, Any], compiled_code: str
+    ) -> AdapterResponse:
+        """dbt's ``submit_python_job``: the model's code, run on its deployment's session."""
+        name = str(model["unique_id"])
+        started = time.monotonic()
+        session = sessions.model_session(connection, self.creds, name, self.settings)
+        opened = time.monotonic()
+        view = view_name(name, self.invocation_id)
+        with _planned_lock:
+            planned = _planned.pop(view, None)
+        reads = changes.ChangeReads(name, cdf=planned is not None, by_relation=planned or {})
+        run(session, model, compiled_code, view, self.project_root, reads)
+        logger.debug(
+            f"icetime: Python model {name}: its session in {opened - started:.2f}s, "
+            f"its code and DataFrame in {time.monotonic() - opened:.2f}s"
         )
-    read = {call.key: relations[call.key] for call in calls}
-    session = sessions.model_session(connection, creds, name, settings)
-    reads = plan(read, lambda sql: session.sql(sql))
-    by_relation = {changes.rendered(read[key]): source for key, source in reads.items()}
-    with _planned_lock:
-        _planned[view_name(name, invocation_id)] = by_relation
-
-
-def submit(
-    connection: Connection,
-    creds: IcetimeCredentials,
-    model: Mapping[str, Any],
-    compiled_code: str,
-    invocation_id: str,
-    settings: Mapping[str, str | None],
-    project_root: str,
-) -> AdapterResponse:
-    """dbt's ``submit_python_job``: the model's code, run on its deployment's session, which
-    gets the ``settings`` of the model's connection (``sessions.py``)."""
-    name = str(model["unique_id"])
-    started = time.monotonic()
-    session = sessions.model_session(connection, creds, name, settings)
-    opened = time.monotonic()
-    view = view_name(name, invocation_id)
-    with _planned_lock:
-        planned = _planned.pop(view, None)
-    reads = changes.ChangeReads(name, cdf=planned is not None, by_relation=planned or {})
-    run(session, model, compiled_code, view, project_root, reads)
-    logger.debug(
-        f"icetime: Python model {name}: its session in {opened - started:.2f}s, "
-        f"its code and DataFrame in {time.monotonic() - opened:.2f}s"
-    )
-    return AdapterResponse(_message="OK")
+        return AdapterResponse(_message="OK")
 
 
 def run(

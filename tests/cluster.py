@@ -346,8 +346,8 @@ class Cluster:
     def _connect_conf(self) -> dict[str, str]:
         """Spark Connect in the Thrift Server's application (docs/cluster.md), on loopback,
         asking a token; a restart keeps its port and token (the clients' profiles)."""
-        if not installed_line().spark_connect:
-            return {}
+        if installed_line().connect_service is not None:
+            return {}  # Spark 3.5's needs its jar (the spark35 lane runs no cluster)
         if not self.state.connect_port:
             self.state.connect_port = free_port()
             self.state.connect_token = secrets.token_urlsafe(24)

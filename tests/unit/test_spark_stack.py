@@ -20,7 +20,7 @@ def test_spark_4_1_takes_scala_2_13_runtimes_and_hadoop_3_4_s3a() -> None:
         "software.amazon.awssdk:apache-client:2.54.17",
     ]
     assert spark.iceberg_runtime.file_name == "iceberg-spark-runtime-4.1_2.13-1.12.0.jar"
-    assert spark.spark_connect  # PySpark 4.1 carries Spark Connect's service
+    assert spark.connect_service is None  # PySpark 4.1 carries Spark Connect's service
 
 
 def test_spark_3_5_takes_scala_2_12_runtimes_and_hadoop_3_3_s3a() -> None:
@@ -33,7 +33,8 @@ def test_spark_3_5_takes_scala_2_12_runtimes_and_hadoop_3_3_s3a() -> None:
         "org.apache.hadoop:hadoop-aws:3.3.4",
     ]
     assert "com.amazonaws:aws-java-sdk-s3:1.12.262" in coordinates
-    assert not spark.spark_connect
+    # Spark Connect's service from Maven Central: PySpark 3.5 carries only its client
+    assert str(spark.connect_service) == "org.apache.spark:spark-connect_2.12:3.5.7"
 
 
 @pytest.mark.parametrize("version", ["4.0.1", "4.2.0", "3.4.4", "5.0.0"])

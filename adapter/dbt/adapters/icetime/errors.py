@@ -760,7 +760,8 @@ PYTHON_REMOTE_SPARK = (
     "(sc://host:port/;token=...), served by the same Spark application as the Thrift Server"
 )
 PYTHON_NO_CONNECT = (
-    "Python model {model}: the warm server has no Spark Connect service (Spark 3.5's PySpark "
-    "carries none); install Spark 4.1 (pyspark 4.1), or set server: false in the profile to "
-    "run Python models in process"
+    "Python model {model}: the warm server has no Spark Connect service (on Spark 3.5 its jar, "
+    "org.apache.spark:spark-connect_2.12, could not be fetched or its secret check compiled; "
+    "the log of the dbt command that started the server says why); set server: false in the "
+    "profile to run Python models in process"
 )

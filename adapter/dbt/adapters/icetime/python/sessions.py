@@ -77,7 +77,7 @@ def _remote_session(creds: IcetimeCredentials) -> Any:
         if not endpoint.connect_port:
             return None
         key = str(endpoint.pid)
-        url = f"sc://localhost:{endpoint.connect_port}/;token={endpoint.secret}"
+        url = server_url(endpoint.connect_port, endpoint.secret)
     with _remote_lock:
         found = _remote.get(key)
         if found is None:
@@ -85,17 +85,37 @@ def _remote_session(creds: IcetimeCredentials) -> Any:
         return found
 
 
+def server_url(port: int, secret: str) -> str:
+    """The warm server's Spark Connect URL. Spark 4 checks the URL's token itself; on 3.5 the
+    secret goes as a header that icetime's check reads (``ConnectSecretInterceptor.java``):
+    PySpark 3.5 opens TLS for any token, and the service on loopback has none."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        return f"sc://localhost:{port}/;x-icetime-secret={secret}"
+    return f"sc://localhost:{port}/;token={secret}"
+
+
 def _open(url: str) -> Any:
     from pyspark.sql import SparkSession
-    from pyspark.sql.connect.client.retries import DefaultPolicy
 
     # PySpark's own builder: it also puts this process in Spark Connect mode, so that the
     # model's `pyspark.sql.functions` build Spark Connect's columns (this process runs no JVM).
     session = SparkSession.builder.remote(url).create()
     # A server that stops answering is gone: ~17 s of retries, not PySpark's 10 minutes.
-    session.client.set_retry_policies([DefaultPolicy(max_retries=5)])
+    limit_retries(session, 5)
     session.conf.get("spark.sql.session.timeZone")  # the server makes the session now
     return session
+
+
+def limit_retries(session: Any, retries: int) -> None:
+    """At most ``retries`` retries of a Spark Connect call that fails to reach the server."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+    except ImportError:  # PySpark 3.5: one policy, as a dict
+        session.client._retry_policy["max_retries"] = retries
+    else:
+        session.client.set_retry_policies([DefaultPolicy(max_retries=retries)] if retries else [])
 
 
 # The commands that build models. Any other (run-operation, test, show, seed, ...) runs no

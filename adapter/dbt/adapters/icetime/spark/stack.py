@@ -24,6 +24,10 @@ ICEBERG_VERSION = "1.12.0"
 # bundle leaves out, taken at the same version.
 BUNDLED_AWS_SDK = "2.54.17"
 DEFAULT_LINE = "4.1"
+# Spark Connect's service for the 3.5 line (PySpark 3.5 carries only its client): the newest
+# spark-connect_2.12 on Maven Central (3.5.8 and 3.5.9 were not published there), which serves
+# PySpark 3.5.9's client and runs in its JVM (tests/functional/python/test_python_server.py).
+SPARK_CONNECT_35 = "3.5.7"
 
 
 @dataclass(frozen=True, order=True)
@@ -95,10 +99,12 @@ class SparkLine:
         return int(self.line.split(".")[0]) >= 4
 
     @property
-    def spark_connect(self) -> bool:
-        """Whether the line's PySpark carries Spark Connect's service (4.x), which serves
-        Python models beside a Thrift Server (``python/``); 3.5's does not."""
-        return int(self.line.split(".")[0]) >= 4
+    def connect_service(self) -> Coordinate | None:
+        """The jar of Spark Connect's service where the line's PySpark does not carry it (3.5;
+        4.x's does), which the warm server adds beside Thrift for Python models (``python/``)."""
+        if int(self.line.split(".")[0]) >= 4:
+            return None
+        return Coordinate("org.apache.spark", f"spark-connect_{self.scala}", SPARK_CONNECT_35)
 
     @property
     def iceberg_runtime(self) -> Coordinate:

@@ -210,6 +210,7 @@ def _start(
     # On the driver's own class path: the Thrift service's threads load Iceberg's and the JDBC
     # driver's classes by name, which `spark.jars` (the main thread's loader) does not serve.
     conf = embedded.icetime_classes_conf(settings, java.server_jar(settings.jars[0]))
+    conf = java.with_connect_secret(conf, settings.spark, settings.repository)
     class_path = conf[java.CLASS_PATH_KEY].split(":")
     conf.update(THRIFT_CONF)
     conf.update(hive_scratch_conf(server.path(server_files.SCRATCH)))

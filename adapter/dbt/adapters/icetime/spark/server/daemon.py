@@ -42,6 +42,7 @@ THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 AUTHENTICATOR = "icetime.server.SecretAuthenticator"  # java.py
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
+CONNECT_CHECK_KEY = "spark.connect.grpc.interceptor.classes"  # java.py
 POLL_S = 1.0
 
 
@@ -180,18 +181,22 @@ def _start(launch: dict[str, Any], secret: str) -> tuple[Any, Any]:
 
 def _connect_conf(conf: dict[str, str], secret: str) -> dict[str, str]:
     """Spark Connect beside Thrift, for Python models: in the same JVM and catalog, on loopback,
-    on any free port, with the server's secret as its token. Spark 4's PySpark carries the
-    service; Spark 3.5's does not (its Python models run in process: python/)."""
+    on any free port, checking the server's secret. Spark 4's PySpark carries the service and
+    checks a token itself; on Spark 3.5 the client adds the service's jar and icetime's check
+    (``java.with_connect_secret``), without which the server serves no Spark Connect."""
     import pyspark
 
+    check: dict[str, str] = {"spark.connect.authenticate.token": secret}
     if int(pyspark.__version__.split(".")[0]) < 4:
-        return {}
+        if CONNECT_CHECK_KEY not in conf:
+            return {}
+        check = {}  # named in conf: the check reads the secret's file
     plugins = [name for name in conf.get("spark.plugins", "").split(",") if name]
     return {
         "spark.plugins": ",".join([*plugins, CONNECT_PLUGIN]),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": "0",
-        "spark.connect.authenticate.token": secret,
+        **check,
     }
 
 

@@ -13,6 +13,8 @@ in-process session uses the file system and the shared catalog:
 - ``CommitPropertiesExtension``: on Spark 3.5, whose Iceberg runtime takes snapshot properties
   only from write options, a session's ``spark.sql.iceberg.snapshot-property.*`` settings in
   its commits' summaries, as the 4.x runtimes do themselves (``summary.py``).
+- ``ConnectSecretInterceptor``: on Spark 3.5, whose Spark Connect service checks no client,
+  the warm server's check of a Spark Connect call's secret (``connect_secret_jar``).
 
 They are compiled with the JDK's ``javac``, which the bootstrap installs.
 """
@@ -25,9 +27,13 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
+from dbt.adapters.events.logging import AdapterLogger
+
 from dbt.adapters.icetime import errors
+from dbt.adapters.icetime.spark import jars
 from dbt.adapters.icetime.spark.catalog import CatalogSettings
 from dbt.adapters.icetime.spark.stack import SparkLine, pyspark_jars
 
@@ -40,6 +46,10 @@ SOURCES = tuple(
         "CommitPropertiesExtension.java",
     )
 )
+# Compiled apart, on Spark 3.5 only: it needs that line's Spark Connect jar.
+CONNECT_SECRET_SOURCE = Path(__file__).with_name("ConnectSecretInterceptor.java")
+CONNECT_SECRET = "icetime.server.ConnectSecretInterceptor"
+CONNECT_CHECK_KEY = "spark.connect.grpc.interceptor.classes"
 AUTHENTICATOR = "icetime.server.SecretAuthenticator"
 SHARED_CATALOG = "icetime.server.SharedSparkCatalog"
 LOCAL_FILE_SYSTEM = "icetime.server.LocalFileSystem"
@@ -47,6 +57,8 @@ COMMIT_PROPERTIES = "icetime.server.CommitPropertiesExtension"
 EXTENSIONS_KEY = "spark.sql.extensions"
 FILE_SYSTEM_KEY = "spark.hadoop.fs.file.impl"
 CLASS_PATH_KEY = "spark.driver.extraClassPath"
+
+logger = AdapterLogger("icetime")
 
 
 def source_digest() -> str:
@@ -68,16 +80,31 @@ def server_jar(iceberg_jar: str) -> Path:
     # Compiled against one Spark line and Iceberg runtime: each pair has a jar of its own.
     built_for = hashlib.sha256(f"{_spark_jars()}\0{os.path.basename(iceberg_jar)}".encode())
     name = f"icetime-server-{source_digest()}-{built_for.hexdigest()[:12]}.jar"
-    target = cache_root() / "server-classes" / name
+    class_path = [os.path.join(_spark_jars(), "*"), iceberg_jar]
+    return _compiled(SOURCES, class_path, cache_root() / "server-classes" / name)
+
+
+def connect_secret_jar(connect_jar: str) -> Path:
+    """On Spark 3.5, the jar of ``ConnectSecretInterceptor`` (the Spark Connect service's secret
+    check), compiled against the shaded gRPC of ``connect_jar`` (spark-connect_2.12)."""
+    digest = hashlib.sha256(CONNECT_SECRET_SOURCE.read_bytes())
+    digest.update(os.path.basename(connect_jar).encode())
+    name = f"icetime-connect-secret-{digest.hexdigest()[:16]}.jar"
+    class_path = [os.path.join(_spark_jars(), "*"), connect_jar]
+    return _compiled((CONNECT_SECRET_SOURCE,), class_path, cache_root() / "server-classes" / name)
+
+
+def _compiled(sources: Sequence[Path], class_path: Sequence[str], target: Path) -> Path:
+    """``target``, the jar of ``sources`` compiled against ``class_path``, made when missing."""
     if target.is_file():
         return target
     javac = _javac()
     target.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
     try:
-        class_path = ":".join([os.path.join(_spark_jars(), "*"), iceberg_jar])
         result = subprocess.run(
-            [javac, "-d", str(building / "classes"), "-cp", class_path, *map(str, SOURCES)],
+            [javac, "-d", str(building / "classes"), "-cp", ":".join(class_path)]
+            + [str(source) for source in sources],
             capture_output=True,
             text=True,
             timeout=180,
@@ -111,6 +138,24 @@ def with_local_file_system(conf: dict[str, str], jar: Path) -> dict[str, str]:
     """``conf`` with icetime's ``LocalFileSystem`` for ``file:`` paths, its jar first on the
     driver's class path. A file system the profile's ``spark_conf`` names is kept."""
     return {FILE_SYSTEM_KEY: LOCAL_FILE_SYSTEM, **with_class_path(conf, [str(jar)])}
+
+
+def with_connect_secret(conf: dict[str, str], spark: SparkLine, repository: str) -> dict[str, str]:
+    """On a line whose PySpark has no Spark Connect service (3.5), ``conf`` with that service's
+    jar (fetched from ``repository`` when missing) and the secret check's on the driver's class
+    path and the check named; the daemon then serves Spark Connect (``daemon._connect_conf``).
+    Without them (no repository, no ``javac``) the server serves SQL only and Python models are
+    refused, naming why."""
+    coordinate = spark.connect_service
+    if coordinate is None:
+        return conf
+    try:
+        (service,) = jars.ensure([coordinate], repository)
+        check = connect_secret_jar(service)
+    except errors.EnvironmentSetupError as exc:
+        logger.info(f"icetime server: no Spark Connect service for Python models ({exc})")
+        return conf
+    return {**with_class_path(conf, [service, str(check)]), CONNECT_CHECK_KEY: CONNECT_SECRET}
 
 
 def with_commit_properties(conf: dict[str, str], spark: SparkLine) -> dict[str, str]:

@@ -355,12 +355,6 @@ class IcetimeAdapter(SparkAdapter):
         return python_models.view_sql(model["unique_id"], get_invocation_id())
 
     @available
-    def icetime_changes_carry(self, model: Mapping[str, Any]) -> str:
-        """Before a change run's data statement: its commit carries the new watermarks."""
-        self.invocation().changes.carry(model)
-        return ""
-
-    @available
     def icetime_cdf_step(self, step: str, *arguments: Any) -> Any:
         """``cache``, ``key_bounds``, ``recomputed`` or ``replace_sql`` (cdf/session.py)."""
         return self.invocation().cdf.step(step, *arguments)
@@ -372,20 +366,10 @@ class IcetimeAdapter(SparkAdapter):
         return ""
 
     @available
-    def icetime_cdf_target_columns(self, model: Mapping[str, Any], relation: Any) -> list[Any]:
-        """A CDF target's columns: from the metadata its run read, else a DESCRIBE."""
-        found = self.invocation().changes.target_columns(model)
-        return found if found is not None else self.get_columns_in_relation(relation)
-
-    @available
-    def icetime_change_finish(self, model: Mapping[str, Any], committed: bool) -> str:
-        """The watermarks move (the build record rode the data commit)."""
-        self.invocation().changes.finish(model, committed)
-        return ""
-
-    @available
-    def icetime_change_response(self, model: Mapping[str, Any], response: Any) -> Any:
-        return self.invocation().changes.response(model, response)
+    def icetime_change_step(self, step: str, model: Mapping[str, Any], *arguments: Any) -> Any:
+        """``carry``, ``target_columns``, ``finish`` or ``response``: the change engine's steps
+        that every materialization on it takes (changes/runs.py)."""
+        return self.invocation().changes.step(step, model, *arguments)
 
     # -- clone environments (clones/) ----------------------------------------------------------
 

@@ -12,7 +12,7 @@
   {#- The run's data statement, with the fault points of icetime's exactly-once tests. Its
       commit carries the new watermarks. -#}
   {% do adapter.icetime_fault('before_write') %}
-  {% do adapter.icetime_changes_carry(model) %}
+  {% do adapter.icetime_change_step("carry", model) %}
   {% do adapter.icetime_fault('during_write') %}
   {%- call statement('main') -%}{{ sql }}{%- endcall -%}
 {% endmacro %}
@@ -29,9 +29,9 @@
 {% macro icetime_changes_end(run, existing_relation, committed) %}
   {#- After the data statement (if it ran; its commit carried the watermarks): the session
       carries them no more; then dbt's response, grants, docs and post-hooks. -#}
-  {% do adapter.icetime_change_finish(model, committed) %}
+  {% do adapter.icetime_change_step("finish", model, committed) %}
   {%- set main = load_result('main') -%}
-  {% do store_result('main', response=adapter.icetime_change_response(model, main.response), agate_table=main.table) %}
+  {% do store_result('main', response=adapter.icetime_change_step("response", model, main.response), agate_table=main.table) %}
   {% do apply_grants(this, config.get('grants'), should_revoke(existing_relation, full_refresh_mode=run.full)) %}
   {% do persist_docs(this, model) %}
   {{ run_hooks(post_hooks) }}

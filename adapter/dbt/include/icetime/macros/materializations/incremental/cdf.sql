@@ -108,7 +108,7 @@
     {%- set first_key = icetime_cdf_unquoted_keys(config.get('unique_key'))[0] -%}
     {%- set bounds = adapter.icetime_cdf_step("key_bounds", changes, first_key) -%}
   {%- endif -%}
-  {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
+  {%- set target_columns = icetime_cdf_target_columns() -%}
   {%- set recomputed = {'rows': none, 'target_bound': none} -%}
   {%- if run['keys'] -%}
     {#- Kept equal to its query: the affected keys' new rows, one per key (checked), cached,
@@ -117,7 +117,7 @@
   {%- endif -%}
   {#- The write's commit carries the new watermarks (a replace's: its insert, on the branch
       main is fast-forwarded to). -#}
-  {% do adapter.icetime_changes_carry(model) %}
+  {% do adapter.icetime_change_step("carry", model) %}
   {% do adapter.icetime_fault('during_write') %}
   {%- set replace = none -%}
   {%- if run['keys'] -%}
@@ -150,10 +150,17 @@
 {% endmacro %}
 
 
+{% macro icetime_cdf_target_columns() %}
+  {#- The target's columns: from the metadata its run read, else a DESCRIBE. -#}
+  {%- set found = adapter.icetime_change_step("target_columns", model) -%}
+  {{ return(adapter.get_columns_in_relation(this) if found is none else found) }}
+{% endmacro %}
+
+
 {% macro icetime_cdf_apply_groups() %}
   {#- A grouped model's changes: its touched groups' state updated from the signed change rows
       (cached), merged into the group state table, then their rows into the model's table. -#}
-  {%- set target_columns = adapter.icetime_cdf_target_columns(model, this) -%}
+  {%- set target_columns = icetime_cdf_target_columns() -%}
   {%- set writes = adapter.icetime_cdf_step("groups_apply", model, target_columns) -%}
   {%- do icetime_cdf_write_groups(writes['state'], writes['target']) -%}
 {% endmacro %}
@@ -164,7 +171,7 @@
       the new watermarks; a run stopped between them leaves the two out of step, and the next
       run rebuilds both. -#}
   {% do adapter.icetime_fault('before_write') %}
-  {% do adapter.icetime_changes_carry(model) %}
+  {% do adapter.icetime_change_step("carry", model) %}
   {% call statement('icetime_cdf_groups') %}{{ state_sql }}{% endcall %}
   {% do adapter.icetime_fault('between_state_and_target') %}
   {% do adapter.icetime_fault('during_write') %}

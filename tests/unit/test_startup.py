@@ -14,3 +14,25 @@ def test_loading_the_adapter_imports_no_heavy_module() -> None:
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     assert python(code) == "[]"
+
+
+def test_a_command_selecting_a_change_reader_imports_its_libraries_in_the_background() -> None:
+    code = (
+        "import sys\n"
+        "from dbt.adapters.icetime.changes.runs import ChangeRuns\n"
+        "from dbt.adapters.icetime.graph import ProjectGraph\n"
+        "nodes = {\n"
+        "    'model.p.t': {'config': {'materialized': 'table'}},\n"
+        "    'model.p.c': {'config': {'incremental_strategy': 'cdf'}},\n"
+        "    'snapshot.p.s': {'config': {'strategy': 'iceberg_history'}},\n"
+        "}\n"
+        "for selected in (['model.p.t'], ['model.p.t', sys.argv[1]]):\n"
+        "    runs = ChangeRuns(None)\n"
+        "    runs.cache_filled(ProjectGraph({'nodes': nodes}, 'icetime', None, selected))\n"
+        "    if runs._importing is not None:\n"
+        "        runs._importing.join()\n"
+        "    print('pyiceberg.table' in sys.modules, end=' ')\n"
+    )
+    # A table model alone reads no changes: nothing is imported for it.
+    assert python(code, "model.p.c") == "False True"
+    assert python(code, "snapshot.p.s") == "False True"

@@ -16,7 +16,7 @@ def test_loading_the_adapter_imports_no_heavy_module() -> None:
     assert python(code) == "[]"
 
 
-def test_a_command_selecting_a_change_reader_imports_its_libraries_in_the_background() -> None:
+def test_a_command_building_with_a_change_reader_imports_its_libraries_in_the_background() -> None:
     code = (
         "import sys\n"
         "from dbt.adapters.icetime.changes.runs import ChangeRuns\n"
@@ -26,13 +26,17 @@ def test_a_command_selecting_a_change_reader_imports_its_libraries_in_the_backgr
         "    'model.p.c': {'config': {'incremental_strategy': 'cdf'}},\n"
         "    'snapshot.p.s': {'config': {'strategy': 'iceberg_history'}},\n"
         "}\n"
-        "for selected in (['model.p.t'], ['model.p.t', sys.argv[1]]):\n"
+        "for selected, builds in ((['model.p.t'], 1), (['model.p.t', sys.argv[1]], 0),\n"
+        "                         (['model.p.t', sys.argv[1]], 1)):\n"
         "    runs = ChangeRuns(None)\n"
         "    runs.cache_filled(ProjectGraph({'nodes': nodes}, 'icetime', None, selected))\n"
+        "    for _ in range(builds):\n"
+        "        runs.before_model(nodes['model.p.t'], 'icetime.s.t')\n"
         "    if runs._importing is not None:\n"
         "        runs._importing.join()\n"
         "    print('pyiceberg.table' in sys.modules, end=' ')\n"
     )
-    # A table model alone reads no changes: nothing is imported for it.
-    assert python(code, "model.p.c") == "False True"
-    assert python(code, "snapshot.p.s") == "False True"
+    # A table model alone reads no changes; a run that builds nothing (every model left
+    # alone by skip_unchanged) imports nothing; a model built first starts the import.
+    assert python(code, "model.p.c") == "False False True"
+    assert python(code, "snapshot.p.s") == "False False True"

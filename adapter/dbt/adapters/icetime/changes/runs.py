@@ -89,18 +89,24 @@ class ChangeRuns(Hook):
         self.feeds = Feeds(services)
         self._runs: dict[str, ChangeRun] = {}
         self._responses: dict[str, dict[str, Any]] = {}
-        self._importing: threading.Thread | None = None  # cache_filled's
+        self._reader_selected = False  # the command selected a model that reads changes
+        self._importing: threading.Thread | None = None  # before_model's
 
     def cache_filled(self, project: ProjectGraph) -> None:
-        """When the command builds a model that reads changes, import the change reader's
-        libraries (pyiceberg's tables and manifests, Arrow's Parquet and compute) in the
-        background while the models before it run: ~0.5 s of a first change read's planning
-        otherwise, once per command (bench/README.md)."""
-        if any(_reads_changes(project.node(uid)) for uid in project.selected):
+        self._reader_selected = any(_reads_changes(project.node(uid)) for uid in project.selected)
+
+    def before_model(self, node: Any, this: str) -> list[TableName]:
+        """The command's first model to build, when it has selected a model that reads
+        changes: the change reader's libraries (pyiceberg's tables and manifests, Arrow's
+        Parquet and compute) are imported in the background while it and the models after it
+        run, ~0.5 s of a first change read's planning otherwise (bench/README.md). A run whose
+        every model is left alone (``skip_unchanged``) builds none, and imports nothing."""
+        if self._reader_selected and self._importing is None:
             self._importing = threading.Thread(
                 target=_import_readers, name="icetime-cdf-import", daemon=True
             )
             self._importing.start()
+        return []
 
     def begin(
         self,

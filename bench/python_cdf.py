@@ -22,7 +22,7 @@ it; no model reuses another's change read), twice:
   of a run with more than one CDF model, as a project's `dbt run` builds them.
 
 The orders change again between the two. Times are each model's `execution_time`. Target:
-rebuild / incremental at least 5x (medians of the rounds).
+rebuild / incremental at least 5x (the median of the rounds' ratios).
 
 Usage: .venv/bin/python bench/python_cdf.py [--rows N] [--rounds 3]
 Writes bench/results/python-cdf.md.
@@ -186,17 +186,14 @@ def main() -> None:
     for warmed, when in ((False, "first"), (True, "after others")):
         full, inc = times[("py_full", warmed)], times[("py_inc", warmed)]
         sql = times[("sql_inc", warmed)]
-        ratio = statistics.median(full) / statistics.median(inc)
-        verdict = "met" if ratio >= 5 else "not met"
+        # Each round's rebuild over its incremental run, which ran within a minute of it: the
+        # machine's speed drifts more than that from round to round.
+        ratios = [f / i for f, i in zip(full, inc, strict=True)]
+        verdict = "met" if statistics.median(ratios) >= 5 else "not met"
         rows += [
             measured(f"{when}: Python model, incremental, s", inc, 2),
             measured(f"{when}: Python model, rebuilt (`cdf_refresh: full`), s", full, 2),
-            measured(
-                f"{when}: rebuild / incremental",
-                [f / i for f, i in zip(full, inc, strict=True)],
-                1,
-                f"at least 5x: {verdict} ({ratio:.1f} of the medians)",
-            ),
+            measured(f"{when}: rebuild / incremental", ratios, 1, f"at least 5x: {verdict}"),
             measured(f"{when}: its SQL twin, incremental, s", sql, 2),
             measured(
                 f"{when}: Python / SQL, incremental",

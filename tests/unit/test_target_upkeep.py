@@ -7,6 +7,7 @@ from types import MappingProxyType
 import pytest
 
 from dbt.adapters.icetime.changes import upkeep
+from dbt.adapters.icetime.changes.run import last_write
 from dbt.adapters.icetime.metadata import TableName
 from dbt.adapters.icetime.metadata.model import Snapshot, TableMetadata
 
@@ -69,3 +70,24 @@ def test_the_compaction_names_its_table_quoted() -> None:
         "call `icetime`.system.rewrite_data_files(table => '`ma``rts`.`wide`', "
         "options => map('delete-file-threshold', '1', 'remove-dangling-deletes', 'true'))"
     )
+
+
+def _history(*operations: str) -> TableMetadata:
+    snapshots = tuple(
+        Snapshot(i + 1, i or None, i + 1, i + 1, "m", 0, MappingProxyType({"operation": op}))
+        for i, op in enumerate(operations)
+    )
+    head = len(operations)
+    return TableMetadata(
+        "icetime.marts.wide", "m.json", "file:/t", 2, "u", head, head, 0, (),
+        snapshots, (), MappingProxyType({}), MappingProxyType({}),
+    )  # fmt: skip
+
+
+def test_a_runs_last_write_is_its_data_commit_before_the_compactions_after_it() -> None:
+    # A state kept as a table property names the run's data commit; the run's compaction
+    # after it changes no row, and is no interrupted run's write.
+    assert last_write(_history("append", "overwrite", "replace", "replace")) == 2
+    assert last_write(_history("append", "overwrite")) == 2
+    assert last_write(_history("append", "replace", "overwrite")) == 3
+    assert last_write(_history("replace")) == 1

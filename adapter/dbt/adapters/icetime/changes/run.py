@@ -156,7 +156,7 @@ class ChangeRun:
             return False
         if self.state.carried:  # the state rode a data commit: no run stopped after one
             return False
-        current = self.target_metadata.current_snapshot_id
+        current = last_write(self.target_metadata)
         if self.state.target_snapshot_id is None:  # recorded by a rebuild, in its own commit
             snapshot = self.target_metadata.snapshot(current) if current is not None else None
             return snapshot is not None and snapshot.parent_id is not None
@@ -403,3 +403,15 @@ def gap_message(
         reason=reason,
         target=target,
     )
+
+
+def last_write(metadata: TableMetadata) -> int | None:
+    """The table's newest snapshot that is not a compaction. A run compacts its target after
+    its data commit (``ChangeRuns._compact``), which changes no row: a state kept as a table
+    property (not carried in the data commit) still names the data commit before it."""
+    current = metadata.current_snapshot_id
+    snapshot = metadata.snapshot(current) if current is not None else None
+    while snapshot is not None and snapshot.is_compaction and snapshot.parent_id is not None:
+        current = snapshot.parent_id
+        snapshot = metadata.snapshot(current)
+    return current

@@ -410,8 +410,8 @@ def last_write(metadata: TableMetadata) -> int | None:
     its data commit (``ChangeRuns._compact``), which changes no row: a state kept as a table
     property (not carried in the data commit) still names the data commit before it."""
     current = metadata.current_snapshot_id
-    snapshot = metadata.snapshot(current) if current is not None else None
-    while snapshot is not None and snapshot.is_compaction and snapshot.parent_id is not None:
-        current = snapshot.parent_id
-        snapshot = metadata.snapshot(current)
+    for snapshot in metadata.ancestors():
+        if not snapshot.is_compaction or snapshot.parent_id is None:
+            return snapshot.snapshot_id
+        current = snapshot.parent_id  # the compacted snapshot, even when no longer retained
     return current

@@ -25,6 +25,7 @@ from dbt.adapters.icetime.changes.modes import MERGE, RECOMPUTE, VERSIONS
 from dbt.adapters.icetime.changes.run import ChangeRun
 from dbt.adapters.icetime.changes.state import keep_state
 from dbt.adapters.icetime.column import IcetimeColumn, iceberg_columns
+from dbt.adapters.icetime.config import reads_changes
 from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.metadata import TableMetadata, TableName
@@ -47,12 +48,6 @@ logger = AdapterLogger("icetime")
 IN_PLACE = (MERGE, RECOMPUTE, VERSIONS)
 # on_schema_change values that never alter the target
 UNALTERED = (None, "ignore", "fail")
-
-
-def _reads_changes(node: Mapping[str, Any] | None) -> bool:
-    config = (node or {}).get("config") or {}
-    strategy = config.get("incremental_strategy") or config.get("strategy")
-    return strategy in ("cdf", "iceberg_history")
 
 
 def _import_readers() -> None:
@@ -93,7 +88,8 @@ class ChangeRuns(Hook):
         self._importing: threading.Thread | None = None  # before_model's
 
     def cache_filled(self, project: ProjectGraph) -> None:
-        self._reader_selected = any(_reads_changes(project.node(uid)) for uid in project.selected)
+        chosen = (project.node(uid) for uid in project.selected)
+        self._reader_selected = any(node is not None and reads_changes(node) for node in chosen)
 
     def before_model(self, node: Any, this: str) -> list[TableName]:
         """The command's first model to build, when it has selected a model that reads

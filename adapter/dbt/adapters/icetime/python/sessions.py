@@ -34,6 +34,7 @@ from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.graph import ProjectGraph
 from dbt.adapters.icetime.hooks import Hook
 from dbt.adapters.icetime.services import run_flags
+from dbt.adapters.icetime.spark.stack import installed_line
 
 logger = AdapterLogger("icetime")
 
@@ -86,12 +87,11 @@ def _remote_session(creds: IcetimeCredentials) -> Any:
 
 
 def server_url(port: int, secret: str) -> str:
-    """The warm server's Spark Connect URL. Spark 4 checks the URL's token itself; on 3.5 the
-    secret goes as a header that icetime's check reads (``ConnectSecretInterceptor.java``):
-    PySpark 3.5 opens TLS for any token, and the service on loopback has none."""
-    import pyspark
-
-    if int(pyspark.__version__.split(".")[0]) < 4:
+    """The warm server's Spark Connect URL. Spark 4's service checks the URL's token itself; a
+    service icetime adds (3.5's, ``SparkLine.connect_service``) has icetime's check, which reads
+    the secret from a header (``ConnectSecretInterceptor.java``): PySpark 3.5 opens TLS for any
+    token, and the service on loopback has none."""
+    if installed_line().connect_service is not None:
         return f"sc://localhost:{port}/;x-icetime-secret={secret}"
     return f"sc://localhost:{port}/;token={secret}"
 

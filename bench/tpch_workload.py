@@ -241,8 +241,12 @@ def cdf_config(query: Query, refresh: str, extra: str = "") -> str:
 
 
 def differ_sql(left: str, right: str) -> str:
-    """The rows of one relation and not the other, counted with multiplicity."""
+    """The rows of one relation and not the other, counted with multiplicity: each row counts
+    +1 on the left and -1 on the right, so that equal multisets cancel out (one aggregation,
+    where EXCEPT ALL both ways computes each side twice)."""
     return (
-        f"select count(*) from ((select * from {left} except all select * from {right}) "
-        f"union all (select * from {right} except all select * from {left}))"
+        "select coalesce(sum(abs(times)), 0) from (select sum(side) as times from ("
+        f"select struct(*) as row, 1 as side from {left} "
+        f"union all select struct(*) as row, -1 as side from {right}) "
+        "group by row having sum(side) != 0)"
     )

@@ -29,11 +29,16 @@ if [ "${1:-}" = "--with-postgres" ]; then
   [ -f /usr/share/java/postgresql.jar ] || debian_packages+=(libpostgresql-jdbc-java)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || debian_packages+=(postgresql)
 fi
+# The Debian packages install beside the Python packages (on a fresh machine each takes a
+# minute or two); the script waits for them before it ends.
+apt_log="$root/.apt-install.log"
+apt_job=
 if [ ${#debian_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing Debian packages: ${debian_packages[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_packages[@]}" >/dev/null
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      "${debian_packages[@]}") >"$apt_log" 2>&1 &
+    apt_job=$!
   else
     say "missing system packages: ${debian_packages[*]}"
     say "install them with: sudo apt-get update && sudo apt-get install ${debian_packages[*]}"
@@ -62,6 +67,9 @@ if [ ! -f "$src_stamp" ] || [ "$(cat "$src_stamp")" != "$src_hash" ]; then
   quietly "$venv/bin/python" -m pip install --no-deps --force-reinstall "$root"
   rm -rf "$root/build" "$root"/adapter/*.egg-info
   echo "$src_hash" > "$src_stamp"
+fi
+if [ -n "$apt_job" ]; then
+  wait "$apt_job" || { cat "$apt_log"; say "failed: apt-get install ${debian_packages[*]}"; exit 1; }
 fi
 # Apache's jars by coordinates, once per machine (each command would fetch what is missing).
 say "fetching Apache's jars into the jar cache (if not there yet)"

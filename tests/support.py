@@ -428,13 +428,39 @@ def property_of(project: Any, table: str, key: str) -> str | None:
     return next((str(r[1]) for r in found if r[0] == key), None)
 
 
-def assert_equal_sets(project: Any, left: str, right: str) -> None:
-    """``left`` and ``right`` hold the same multiset of rows (EXCEPT ALL both ways)."""
+def differing_rows(project: Any, pairs: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
+    """For each named pair of queries, the rows whose count differs between its sides, all pairs
+    in one Spark query: the two sides of the same multiset of rows cancel out (each row counted
+    +1 on the left and -1 on the right), as EXCEPT ALL both ways would find. Rows are shown as
+    JSON, so that pairs of any columns share the query. Keys are ``"<name>: only in target"``
+    and ``"<name>: only in rebuild"``; pairs whose sides hold the same rows have none."""
     schema = f"icetime.{project.test_schema}"
-    left, right = left.replace("{s}", schema), right.replace("{s}", schema)
-    extra = sql(project, f"select * from ({left}) except all select * from ({right})", "all")
-    missing = sql(project, f"select * from ({right}) except all select * from ({left})", "all")
-    assert not extra and not missing, f"only in target: {extra}\nonly in rebuild: {missing}"
+    branches = []
+    for name, (left, right) in pairs.items():
+        left, right = left.replace("{s}", schema), right.replace("{s}", schema)
+        label = name.replace("'", "''")
+        branches.append(
+            f"select '{label}' as pair, to_json(row) as row, sum(side) as times from ("
+            f"select struct(*) as row, 1 as side from ({left}) "
+            f"union all select struct(*) as row, -1 as side from ({right})) "
+            "group by row having sum(side) != 0"
+        )
+    found: dict[str, list[str]] = {}
+    for pair, row, times in sql(project, " union all ".join(branches), "all"):
+        side = "target" if times > 0 else "rebuild"
+        found.setdefault(f"{pair}: only in {side}", []).extend([row] * abs(times))
+    return found
+
+
+def assert_each_equal(project: Any, pairs: dict[str, tuple[str, str]]) -> None:
+    """Each named pair's two queries hold the same multiset of rows (one Spark query for all)."""
+    found = differing_rows(project, pairs)
+    assert not found, "\n".join(f"{side}: {rows}" for side, rows in found.items())
+
+
+def assert_equal_sets(project: Any, left: str, right: str) -> None:
+    """``left`` and ``right`` hold the same multiset of rows."""
+    assert_each_equal(project, {"rows": (left, right)})
 
 
 def clear_spark_cache() -> None:

@@ -24,6 +24,7 @@ from dbt.adapters.icetime.planners import grouped
 from tests.support import (
     MOR,
     PackageProject,
+    assert_each_equal,
     assert_equal_sets,
     install_package,
     property_of,
@@ -138,6 +139,7 @@ class _Aggregates(PackageProject):
         return {k: v for k, v in out.items() if k == "sources.yml" or k[:-4] in self.built}
 
     def check(self, project: Any, after: str, only: str | None = None) -> None:
+        pairs = {}
         for name, (_, query) in QUERIES.items():
             if (only is not None and name != only) or name not in self.built:
                 continue
@@ -145,12 +147,11 @@ class _Aggregates(PackageProject):
             # (a rebuild's neither): compared to 9 places.
             columns = "region, round(price, 9), n" if name == "floats" else "*"
             model, rebuilt = f"{{s}}.{name}", f"({query.format(**TABLES)})"
-            try:
-                assert_equal_sets(
-                    project, f"select {columns} from {model}", f"select {columns} from {rebuilt}"
-                )
-            except AssertionError as failure:
-                raise AssertionError(f"{name} after {after}") from failure
+            pairs[name] = (f"select {columns} from {model}", f"select {columns} from {rebuilt}")
+        try:
+            assert_each_equal(project, pairs)
+        except AssertionError as failure:
+            raise AssertionError(f"after {after}") from failure
 
     def test_every_step_equals_the_query(self, project: Any) -> None:
         install_package(project)

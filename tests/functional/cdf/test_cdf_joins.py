@@ -14,7 +14,7 @@ from tests.support import (
     COW,
     MOR,
     PackageProject,
-    assert_equal_sets,
+    assert_each_equal,
     assert_no_spark_cache,
     cdf_watermarks,
     clear_spark_cache,
@@ -70,8 +70,9 @@ class JoinBase(PackageProject):
 
     def check(self, project: Any) -> dict[str, Any]:
         results = run_dbt(["run"])
-        for name in QUERIES:
-            assert_equal_sets(project, f"select * from {{s}}.{name}", rebuild_sql(name))
+        assert_each_equal(
+            project, {name: (f"select * from {{s}}.{name}", rebuild_sql(name)) for name in QUERIES}
+        )
         return {r.node.name: r.adapter_response for r in results}
 
     def test_changes_of_either_upstream_reach_the_join(self, project: Any, logs_dir: str) -> None:

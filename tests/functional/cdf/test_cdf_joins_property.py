@@ -29,7 +29,7 @@ from tests.support import (
     COW,
     MOR,
     PackageProject,
-    assert_equal_sets,
+    assert_each_equal,
     compact,
     install_package,
     raw_sources,
@@ -155,8 +155,11 @@ class JoinsPropertyBase(PackageProject):
 
     def check(self, project: Any, history: list[str]) -> None:
         try:
-            for name, (_, query, _) in MODELS.items():
-                assert_equal_sets(project, f"select * from {{s}}.{name}", query.format(**TABLES))
+            pairs = {
+                name: (f"select * from {{s}}.{name}", query.format(**TABLES))
+                for name, (_, query, _) in MODELS.items()
+            }
+            assert_each_equal(project, pairs)
         except AssertionError as failure:
             raise AssertionError(f"seed {SEED}, layout {self.layout}, steps {history}") from failure
 

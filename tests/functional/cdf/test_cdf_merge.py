@@ -15,6 +15,7 @@ from tests.support import (
     MOR,
     SOURCES,
     PackageProject,
+    assert_each_equal,
     assert_equal_sets,
     cdf_watermarks,
     compact,
@@ -202,8 +203,8 @@ class TestTargetUpkeep(PackageProject):
 
     def run_and_check(self, project: Any) -> None:
         run_dbt(["run"])
-        assert_equal_sets(project, "select * from {s}.latest", REBUILD)
-        assert_equal_sets(project, "select * from {s}.kept", REBUILD)
+        models = ("latest", "kept")
+        assert_each_equal(project, {m: (f"select * from {{s}}.{m}", REBUILD) for m in models})
 
 
 TWO_UPSTREAMS = """

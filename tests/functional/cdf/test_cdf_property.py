@@ -31,6 +31,7 @@ from tests.support import (
     SOURCES,
     PackageProject,
     RandomOrders,
+    assert_each_equal,
     assert_equal_sets,
     create_orders,
     per_layout,
@@ -86,10 +87,11 @@ class PropertyBase(PackageProject):
 
     def check(self, project: Any, history: list[str]) -> None:
         try:
-            for model in ("latest", "latest_full", "latest_auto"):
-                assert_equal_sets(project, f"select * from {{s}}.{model}", MERGE_REBUILD)
-            for model in ("by_status", "by_status_full"):
-                assert_equal_sets(project, f"select * from {{s}}.{model}", AGG_REBUILD)
+            rebuilds = dict.fromkeys(("latest", "latest_full", "latest_auto"), MERGE_REBUILD)
+            rebuilds |= dict.fromkeys(("by_status", "by_status_full"), AGG_REBUILD)
+            assert_each_equal(
+                project, {m: (f"select * from {{s}}.{m}", q) for m, q in rebuilds.items()}
+            )
             for log in ("log", "log_full"):
                 self.check_log(project, log)
         except AssertionError as failure:

@@ -365,7 +365,7 @@ class ChangeRun:
         changes = [u.view for u in self.upstreams.values() if u.view_created]
         for view in changes + self.changes.staged_views:
             self.changes.execute(f"drop view if exists {quote_identifier(view)}")
-        for view in self.key_views + self.cached_views:
+        for view in dict.fromkeys(self.key_views + self.cached_views):  # a view may be both
             self.execute(f"drop view if exists {quote_identifier(view)}")
 
 

@@ -438,9 +438,9 @@ def differing_rows(project: Any, pairs: dict[str, tuple[str, str]]) -> dict[str,
     branches = []
     for name, (left, right) in pairs.items():
         left, right = left.replace("{s}", schema), right.replace("{s}", schema)
-        label = name.replace("'", "''")
+        assert "'" not in name and "\\" not in name, f"a pair's name is quoted as is: {name}"
         branches.append(
-            f"select '{label}' as pair, to_json(row) as row, sum(side) as times from ("
+            f"select '{name}' as pair, to_json(row) as row, sum(side) as times from ("
             f"select struct(*) as row, 1 as side from ({left}) "
             f"union all select struct(*) as row, -1 as side from ({right})) "
             "group by row having sum(side) != 0"

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbt.adapters.icetime.changes.manifests import Manifests
 from dbt.adapters.icetime.changes.plan import APPEND, COMPACTION, REPLACED, ChangeRange, Commit
 from dbt.adapters.icetime.changes.signed import ORD, SIGN
 from dbt.adapters.icetime.changes.values import column_list, inline_rows
@@ -65,7 +66,8 @@ class FilePlan:
 
 
 class UpstreamFiles:
-    """One upstream's files as pyiceberg plans them, each snapshot planned once."""
+    """One upstream's touched files, planned from its manifests (each read once), and their
+    changed rows."""
 
     def __init__(self, table: Any, schema_id: int, columns: tuple[str, ...] = ()) -> None:
         self.table = table  # a pyiceberg Table at the upstream's current metadata
@@ -73,35 +75,39 @@ class UpstreamFiles:
         schema = table.metadata.schema_by_id(schema_id)
         # Only the columns a model reads (all when none are named): fewer column chunks read.
         self.schema = schema.select(*columns, case_sensitive=False) if columns else schema
-        self._plans: dict[int, dict[str, Any] | None] = {}
+        self.manifests = Manifests(table)
         self._deletes: dict[str, dict[str, Any]] = {}
 
     def plan(self, change_range: ChangeRange) -> FilePlan:
-        """The files each commit of the range touched (metadata: manifests, and the footers of
-        the delete files the commit added or removed, to learn which data files they cover)."""
+        """The files each commit of the range touched (metadata: manifests, each read once,
+        and the footers of the delete files the commit added or removed, to learn which data
+        files they cover)."""
         from pyiceberg.table import FileScanTask
 
         plan = FilePlan()
+        self.manifests.read(change_range.commits)
         for commit in change_range.commits:
             if commit.kind == COMPACTION:
                 continue
-            entries = self._entries(commit.snapshot_id)
+            entries = self.manifests.added(commit.snapshot_id)
             if entries is None:
                 plan.whole.append(commit)
                 continue
             if commit.kind == APPEND:  # only added data files: nothing was before
                 touched = [(e.file_path, None, FileScanTask(e)) for e in entries]
             else:
-                before, after = self._tasks(commit.parent_id), self._tasks(commit.snapshot_id)
-                if before is None or after is None:
-                    plan.whole.append(commit)
-                    continue
-                if commit.kind == REPLACED:  # a new lineage: every file that differs
-                    paths = {p for p in before.keys() | after.keys() if _differs(p, before, after)}
-                else:
+                paths: set[str] | None = None  # a new lineage: every file that differs
+                if commit.kind != REPLACED:
                     paths = set()
                     for entry in entries:
                         paths |= self._covers(entry)
+                before = self.manifests.tasks(commit.parent_id, paths)
+                after = self.manifests.tasks(commit.snapshot_id, paths)
+                if before is None or after is None:
+                    plan.whole.append(commit)
+                    continue
+                if paths is None:
+                    paths = {p for p in before.keys() | after.keys() if _differs(p, before, after)}
                 touched = [
                     (path, before.get(path), after.get(path))
                     for path in sorted(paths)
@@ -112,24 +118,6 @@ class UpstreamFiles:
                 task: Any = new if new is not None else old
                 plan.touched += Touched(1, int(task.file.file_size_in_bytes))
         return plan
-
-    def _entries(self, snapshot_id: int) -> list[Any] | None:
-        """The files a commit added or removed (its own manifest entries); None when one of
-        them is an equality delete file."""
-        from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
-
-        snapshot = self.table.metadata.snapshot_by_id(snapshot_id)
-        files = []
-        for manifest in snapshot.manifests(self.io):
-            if manifest.added_snapshot_id != snapshot_id:
-                continue
-            for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=False):
-                if entry.snapshot_id != snapshot_id or entry.status == ManifestEntryStatus.EXISTING:
-                    continue
-                if entry.data_file.content == DataFileContent.EQUALITY_DELETES:
-                    return None
-                files.append(entry.data_file)
-        return files
 
     def _covers(self, data_or_delete: Any) -> set[str]:
         """The data files whose rows a file a commit added or removed can change."""
@@ -214,18 +202,6 @@ class UpstreamFiles:
         if path not in self._deletes:
             self._deletes[path] = _read_deletes(self.io, delete_file)
         return self._deletes[path]
-
-    def _tasks(self, snapshot_id: int) -> dict[str, Any] | None:
-        """data file path -> pyiceberg FileScanTask at the snapshot; None: equality deletes."""
-        if snapshot_id not in self._plans:
-            try:
-                tasks = self.table.scan(snapshot_id=snapshot_id).plan_files()
-                self._plans[snapshot_id] = {t.file.file_path: t for t in tasks}
-            except ValueError as exc:
-                if "equality deletes" not in str(exc):
-                    raise
-                self._plans[snapshot_id] = None
-        return self._plans[snapshot_id]
 
 
 def _differs(path: str, before: dict[str, Any], after: dict[str, Any]) -> bool:

@@ -1,9 +1,9 @@
 """File-scoped change reads, done by the client through pyiceberg: any connection, any layout.
 
 A commit's changed rows live only in the data files it touched: files it added or removed, and
-files whose delete files changed (position deletes, deletion vectors). This module plans the
-table at the commit's parent and at the commit from the manifests alone, reads only those files
-(each once, raw, projected to the pinned schema by field id), and keeps:
+files whose delete files changed (position deletes, deletion vectors). This module plans those
+files at the commit's parent and at the commit from the manifests alone (``manifests.py``),
+reads only those files (each once, raw, projected to the pinned schema by field id), and keeps:
 
 - of a file on both sides, the rows live on one side only, found by position from the two
   sides' delete positions: the rows a merge-on-read commit deleted (or a rewrite of its deletes

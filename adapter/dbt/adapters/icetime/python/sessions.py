@@ -105,6 +105,12 @@ def _open(url: str) -> Any:
     # A server that stops answering is gone: ~17 s of retries, not PySpark's 10 minutes.
     limit_retries(session, 5)
     session.conf.get("spark.sql.session.timeZone")  # the server makes the session now
+    # PySpark 4 asks for its plan compression settings before the session's first plan (one
+    # more round trip, 0.1-0.3 s of a command's first Python model on a busy machine): asked
+    # here, while the session opens, in the background when it opens early.
+    compression = getattr(session.client, "_get_plan_compression_threshold_and_algorithm", None)
+    if compression is not None:
+        compression()
     return session
 
 

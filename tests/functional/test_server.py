@@ -295,6 +295,22 @@ class TestWarmServer:
         assert sql(project, "select count(*) from warm__side.counted") == [(1,)]
         assert sql(project, "select count(*) from warm__side.latest")[0][0] > 0
 
+    def test_a_setting_the_server_refuses_fails_its_model(self, project: Path) -> None:
+        """A session setting runs within its one call, unpolled (handle.INSTANT): one the
+        server refuses is the model's error, in Spark's words, and makes no table."""
+        model = project / "models" / "refused_setting.sql"
+        hook = "set spark.sql.warehouse.dir=/elsewhere"
+        config = f'{{{{ config(materialized="table", pre_hook="{hook}") }}}}'
+        model.write_text(f"{config}\nselect 1 as x")
+        try:
+            done = run_dbt_process(project, "run", "--select", "refused_setting")
+        finally:
+            model.unlink()
+        assert done.returncode == 1, done.output[-3000:]
+        assert "refused_setting" in done.output, done.output[-3000:]
+        assert "CANNOT_MODIFY_STATIC_CONFIG" in done.output, done.output[-3000:]
+        assert sql(project, "show tables in warm like 'refused_setting'") == []
+
     def test_a_server_with_other_settings_is_replaced(self, project: Path) -> None:
         before = started(project)
         profiles = project / "profiles.yml"

@@ -2,7 +2,9 @@
 the same machine.
 
 - Statements are polled from 2 ms, doubling to 50 ms (dbt-spark sleeps 5 s between polls, made
-  for remote clusters: a 0.3 s statement would take 5 s); a poll on loopback costs ~1 ms.
+  for remote clusters: a 0.3 s statement would take 5 s); a poll on loopback costs ~1 ms. A
+  session setting (``SET``, ``RESET``: a model's record keys, several per model) runs within
+  its one call, with no poll (INSTANT).
 - Bindings become literals as in the in-process session (``sql.value_literal``).
 - A lost connection is not retried (the server is gone; the statement may or may not have run):
   it is one clear error naming the server, and the next command starts a new one.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +34,9 @@ from dbt.adapters.icetime.sql import value_literal
 LOST = (ConnectionError, EOFError, TTransportException)
 FIRST_POLL_S = 0.002
 LONGEST_POLL_S = 0.05
+# Statements that only change the session's settings: done when their call returns. Any other
+# runs in the background and is polled, so that it can be cancelled.
+INSTANT = re.compile(r"\s*(set|reset)\s", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,9 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
             ttypes.TOperationState.RUNNING_STATE,
             ttypes.TOperationState.PENDING_STATE,
         )
+        if INSTANT.match(sql):
+            self._execute_instant(sql)
+            return
         try:
             self._cursor.execute(sql, async_=True)
             status = self._cursor.poll()
@@ -88,6 +97,20 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
         if status.operationState != ttypes.TOperationState.FINISHED_STATE:
             name = ttypes.TOperationState._VALUES_TO_NAMES.get(status.operationState, "unknown")
             raise DbtDatabaseError(f"Query failed with status: {name}")
+
+    def _execute_instant(self, sql: str) -> None:
+        from pyhive.exc import OperationalError
+
+        assert self._cursor is not None, "Cursor not available"
+        try:
+            self._cursor.execute(sql, async_=False)
+        except LOST as exc:
+            self._broken = True
+            raise self.lost(exc) from exc
+        except OperationalError as exc:  # the server's answer: its status and message
+            response = exc.args[0] if exc.args else None
+            message = getattr(getattr(response, "status", None), "errorMessage", None)
+            raise DbtDatabaseError(message or str(exc)) from exc
 
     def fetchall(self) -> Any:
         try:

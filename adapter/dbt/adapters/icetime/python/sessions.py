@@ -82,7 +82,7 @@ def _remote_session(creds: IcetimeCredentials) -> Any:
     with _remote_lock:
         found = _remote.get(key)
         if found is None:
-            found = _remote[key] = _open(url)
+            found = _remote[key] = _open(url, loopback=not creds.connect_url)
         return found
 
 
@@ -96,7 +96,7 @@ def server_url(port: int, secret: str) -> str:
     return f"sc://localhost:{port}/;token={secret}"
 
 
-def _open(url: str) -> Any:
+def _open(url: str, loopback: bool) -> Any:
     from pyspark.sql import SparkSession
 
     # PySpark's own builder: it also puts this process in Spark Connect mode, so that the
@@ -104,6 +104,11 @@ def _open(url: str) -> Any:
     session = SparkSession.builder.remote(url).create()
     # A server that stops answering is gone: ~17 s of retries, not PySpark's 10 minutes.
     limit_retries(session, 5)
+    if loopback:
+        # Reattachable executions outlive a dropped network connection (a remote cluster's);
+        # the warm server's is on loopback, and each of them costs ~10 ms more per statement
+        # (30 ms against 20 for a view's DDL, measured: bench/README.md).
+        session.client.disable_reattachable_execute()
     session.conf.get("spark.sql.session.timeZone")  # the server makes the session now
     # PySpark 4 asks for its plan compression settings before the session's first plan (one
     # more round trip, 0.1-0.3 s of a command's first Python model on a busy machine): asked

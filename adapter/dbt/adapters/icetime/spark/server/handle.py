@@ -35,8 +35,9 @@ LOST = (ConnectionError, EOFError, TTransportException)
 FIRST_POLL_S = 0.002
 LONGEST_POLL_S = 0.05
 # Statements that only change the session's settings: done when their call returns. Any other
-# runs in the background and is polled, so that it can be cancelled.
-INSTANT = re.compile(r"\s*(set|reset)\s", re.IGNORECASE)
+# runs in the background and is polled, so that it can be cancelled: a SQL variable's SET
+# (``SET VAR v = (SELECT ...)``) may run a query.
+INSTANT = re.compile(r"\s*(set|reset)\s+(?!var\b|variable\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -73,14 +74,14 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
             # would quote icetime's literals a second time.
             sql = sql % tuple(self._fix_binding(value) for value in bindings)
         assert self._cursor is not None, "Cursor not available"
+        if INSTANT.match(sql):
+            self._execute_instant(sql)
+            return
         pending = (
             ttypes.TOperationState.INITIALIZED_STATE,
             ttypes.TOperationState.RUNNING_STATE,
             ttypes.TOperationState.PENDING_STATE,
         )
-        if INSTANT.match(sql):
-            self._execute_instant(sql)
-            return
         try:
             self._cursor.execute(sql, async_=True)
             status = self._cursor.poll()

@@ -15,6 +15,7 @@ from dbt.adapters.icetime.spark.server.handle import INSTANT
         "  RESET `spark.sql.iceberg.snapshot-property.icetime.cdf.cost`",
         "set spark.sql.shuffle.partitions=4",
         "SET\tspark.wap.branch = audit",
+        '/* {"app": "dbt", "node_id": "model.p.m"} */\nset spark.sql.ansi.enabled=true',
     ],
 )
 def test_a_session_setting_runs_within_its_call(statement: str) -> None:
@@ -30,6 +31,7 @@ def test_a_session_setting_runs_within_its_call(statement: str) -> None:
         "settings_table_refresh()",
         "reset",  # every setting: not one a model makes, polled like any other statement
         '/* {"node_id": "m"} */ insert into t select * from s',
+        '/* {"node_id": "m"} */\nset var total = (select count(*) from big)',
     ],
 )
 def test_anything_else_is_polled(statement: str) -> None:

@@ -34,10 +34,12 @@ from dbt.adapters.icetime.sql import value_literal
 LOST = (ConnectionError, EOFError, TTransportException)
 FIRST_POLL_S = 0.002
 LONGEST_POLL_S = 0.05
-# Statements that only change the session's settings: done when their call returns. Any other
-# runs in the background and is polled, so that it can be cancelled: a SQL variable's SET
-# (``SET VAR v = (SELECT ...)``) may run a query.
-INSTANT = re.compile(r"\s*(set|reset)\s+(?!var\b|variable\b)", re.IGNORECASE)
+# Statements that only change the session's settings (after dbt's query comment, if any): done
+# when their call returns. Any other runs in the background and is polled, so that it can be
+# cancelled: a SQL variable's SET (``SET VAR v = (SELECT ...)``) may run a query.
+INSTANT = re.compile(
+    r"\s*(?:/\*.*?\*/\s*)*(set|reset)\s+(?!var\b|variable\b)", re.IGNORECASE | re.DOTALL
+)
 
 
 @dataclass(frozen=True)

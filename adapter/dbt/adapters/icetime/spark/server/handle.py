@@ -102,18 +102,14 @@ class ServerConnectionWrapper(PyhiveConnectionWrapper):
             raise DbtDatabaseError(f"Query failed with status: {name}")
 
     def _execute_instant(self, sql: str) -> None:
-        from pyhive.exc import OperationalError
-
+        """One synchronous call. A refusal is PyHive's error with the server's status, which
+        the connection manager words as any statement's (``connections.exception_handler``)."""
         assert self._cursor is not None, "Cursor not available"
         try:
             self._cursor.execute(sql, async_=False)
         except LOST as exc:
             self._broken = True
             raise self.lost(exc) from exc
-        except OperationalError as exc:  # the server's answer: its status and message
-            response = exc.args[0] if exc.args else None
-            message = getattr(getattr(response, "status", None), "errorMessage", None)
-            raise DbtDatabaseError(message or str(exc)) from exc
 
     def fetchall(self) -> Any:
         try:

@@ -458,6 +458,18 @@ def assert_each_equal(project: Any, pairs: dict[str, tuple[str, str]]) -> None:
     assert not found, "\n".join(f"{side}: {rows}" for side, rows in found.items())
 
 
+# What a Spark server's failure carries that the in-process session's does not: its Java stack
+# and causes, and the Thrift service's wrapping (spark/connections.py, spark_message).
+JAVA_STACK = ("\tat org.apache", "Caused by:", "HiveSQLException", "Error running query", "\t... ")
+
+
+def assert_in_sparks_words(output: str, *fragments: str) -> None:
+    """``output`` (a failed command's) holds each of ``fragments``, and none of a Spark
+    server's Java stack."""
+    for fragment in (*fragments, *JAVA_STACK):
+        assert (fragment in output) == (fragment in fragments), (fragment, output[-3000:])
+
+
 def assert_equal_sets(project: Any, left: str, right: str) -> None:
     """``left`` and ``right`` hold the same multiset of rows."""
     assert_each_equal(project, {"rows": (left, right)})

@@ -1,5 +1,6 @@
-"""What a user reads: `docs generate` without agate's warnings, and `icetime.history` in lines
-that fit the terminal or the given width."""
+"""What a user reads: `docs generate` without agate's warnings, `icetime.history` in lines
+that fit the terminal or the given width, and a failed statement in Spark's words on every
+deployment."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.support import PackageProject, install_package, sql
+from tests.support import PackageProject, assert_in_sparks_words, install_package, sql
 
 SOURCES = """
 version: 2
@@ -70,3 +71,18 @@ class TestWhatAUserReads(PackageProject):
         lines = table_lines(f"{{relation: {relation}}}")
         assert all(len(line) <= 100 for line in lines), lines
         assert "left out to fit 100 columns" in " ".join(lines)
+
+
+@pytest.mark.portable
+class TestAFailedStatement(PackageProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"misspelt.sql": "{{ config(materialized='table') }}\nselect 1 as a, amont as b"}
+
+    def test_reads_as_in_process_on_every_deployment(self, project: Any) -> None:
+        """Through the warm server or a cluster's Thrift Server, a model's Spark error is the
+        in-process session's: the error class and text, no Java stack, and no table made."""
+        install_package(project)
+        _, output = run_dbt_and_capture(["run"], expect_pass=False)
+        assert_in_sparks_words(output, "[UNRESOLVED_COLUMN", "`amont`", "misspelt")
+        assert sql(project, "show tables in {s} like 'misspelt'", fetch="all") == []

@@ -31,7 +31,7 @@ import yaml
 from dbt.adapters.icetime.spark.server import client, control, daemon, java
 from dbt.adapters.icetime.spark.server.files import SCRATCH, ServerFiles, alive
 from tests.deployments import budget
-from tests.support import DBT, ROOT, dbt_ok, run_dbt_process, write_project
+from tests.support import DBT, ROOT, assert_in_sparks_words, dbt_ok, run_dbt_process, write_project
 from tests.support import server_sql as sql
 
 pytestmark = pytest.mark.slow
@@ -314,6 +314,20 @@ class TestWarmServer:
         assert "spark.sql.warehouse.dir" in done.output, done.output[-3000:]
         assert "HiveSQLException" not in done.output, done.output[-3000:]
         assert sql(project, "show tables in warm like 'refused_setting'") == []
+
+    def test_a_failed_statement_reads_as_in_process(self, project: Path) -> None:
+        """A polled statement's failure comes from the server as its Java exception printed
+        whole (~150 lines a model): the model's error is Spark's words alone."""
+        model = project / "models" / "misspelt.sql"
+        model.write_text("{{ config(materialized='table') }}\nselect 1 as a, amont as b")
+        try:
+            done = run_dbt_process(project, "run", "--select", "misspelt")
+        finally:
+            model.unlink()
+        assert done.returncode == 1, done.output[-3000:]
+        assert_in_sparks_words(done.output, "[UNRESOLVED_COLUMN", "`amont`", "misspelt")
+        assert len(done.output.splitlines()) < 60, done.output
+        assert sql(project, "show tables in warm like 'misspelt'") == []
 
     def test_a_server_with_other_settings_is_replaced(self, project: Path) -> None:
         before = started(project)

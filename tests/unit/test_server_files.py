@@ -111,6 +111,34 @@ def test_a_thrift_error_reads_as_in_process() -> None:
     assert spark_message("[X] plain") == "[X] plain"
 
 
+def test_a_polled_thrift_error_reads_as_in_process_without_the_java_stack() -> None:
+    """A polled statement's failure: the server's exception printed whole, with its stack and
+    causes (the demo's default deployment showed ~150 lines a failed model)."""
+    text = (
+        "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] A column, variable, or function parameter with "
+        "name `nosuchcol` cannot be resolved.  SQLSTATE: 42703; line 7 pos 38;\n"
+        "'CreateIcebergView select 1 as a, nosuchcol as b, false, true, false, false\n"
+        "+- 'Project [1 AS a#184, 'nosuchcol AS b#185]\n"
+        "   +- OneRowRelation\n"
+    )
+    printed = (
+        "org.apache.hive.service.cli.HiveSQLException: Error running query: "
+        "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] org.apache.spark.sql.AnalysisException: "
+        f"{text}\n"
+        "\tat org.apache.spark.sql.hive.thriftserver.HiveThriftServerErrors$.runningQueryError("
+        "HiveThriftServerErrors.scala:46)\n"
+        "\tat java.base/java.lang.Thread.run(Thread.java:1583)\n"
+        f"Caused by: org.apache.spark.sql.AnalysisException: {text}\n"
+        "\tat org.apache.spark.sql.catalyst.ExtendedAnalysisException.copyPlan(...)\n"
+        "\t... 34 more\n"
+    )
+    assert spark_message(printed) == text.rstrip()
+    # the stack's first frame ends the message however many blank lines come before it
+    assert spark_message(printed.replace(f"{text}\n\tat", "x\n\tat", 1)) == (
+        "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] org.apache.spark.sql.AnalysisException: x"
+    )
+
+
 def test_a_catalog_connection_the_database_ended_is_told_from_other_errors() -> None:
     """PostgreSQL's JDBC messages for a pooled connection the database ended (the warm server's
     pool after a stop or restart); a refused new connection and other errors are not one."""

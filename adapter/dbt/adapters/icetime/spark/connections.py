@@ -42,6 +42,11 @@ ENDED = re.compile(
 # error's condition and its text ("[X] org.apache...Exception: [X] text").
 THRIFT_PREFIX = "Error running query: "
 REPEATED_CONDITION = re.compile(r"\[([A-Z0-9_.]+)\] (?:[\w$]+\.)+[\w$]+: (\[\1\] .*)", re.DOTALL)
+# A polled statement's failure comes as the server's exception printed whole (Hadoop's
+# stringifyException): its class, the message, then its Java stack and causes, each a frame a
+# line ("\tat ..."), some hundred lines a failure.
+THRIFT_EXCEPTION = "org.apache.hive.service.cli.HiveSQLException: "
+FIRST_FRAME = re.compile(r"\n\s*\tat ")
 
 
 def _carried(connection: Connection) -> summary.Carried:
@@ -55,7 +60,9 @@ def _carried(connection: Connection) -> summary.Carried:
 def spark_message(message: str) -> str:
     """A Spark error as the in-process session words it, whichever way it came: a statement's
     error reads the same through the warm server or a Thrift cluster as in-process."""
-    message = message.removeprefix(THRIFT_PREFIX)
+    if message.startswith(THRIFT_EXCEPTION):
+        message = FIRST_FRAME.split(message.removeprefix(THRIFT_EXCEPTION), maxsplit=1)[0]
+    message = message.removeprefix(THRIFT_PREFIX).rstrip()
     repeated = REPEATED_CONDITION.match(message)
     return repeated.group(2) if repeated else message
 

@@ -49,8 +49,25 @@ def test_timestamp_before_oldest_names_the_oldest() -> None:
 
 
 def test_timestamp_in_the_future() -> None:
-    with pytest.raises(PinError, match="is in the future"):
+    with pytest.raises(PinError, match=r"\n  pin_snapshot timestamp .* is in the future \(the run"):
         resolve(LINEAR, AtTimestamp(NOW + 1), NOW)
+
+
+def test_a_refusal_calls_the_point_what_the_user_gave_it_as() -> None:
+    """An operation's argument is named as such, not as a pin (a restore's `to`, say)."""
+    named = "icetime.restore's to"
+    with pytest.raises(
+        PinError, match=r"\n  icetime\.restore's to snapshot id 7: no such snapshot"
+    ):
+        resolve(LINEAR, AtSnapshot(7), NOW, named=named)
+    with pytest.raises(PinError, match=r"\n  icetime\.restore's to timestamp .* \(it is now "):
+        resolve(LINEAR, AtTimestamp(NOW + 1), NOW, named=named)
+    with pytest.raises(PinError, match=r"\n  icetime\.restore's to timestamp .*: expired or never"):
+        resolve(LINEAR, AtTimestamp(999), NOW, named=named)
+    with pytest.raises(
+        PinError, match=r"\n  icetime\.restore's to tag:nope: icetime\.raw\.t has no"
+    ):
+        resolve(LINEAR, AtRef("tag", "nope"), NOW, named=named)
 
 
 def test_snapshot_id() -> None:

@@ -113,8 +113,11 @@ class TestRestoreAndDiff(PackageProject):
         foreign = snapshots(project, "customers")[-1]
         cases = [
             (current, "already its current state"),
-            (foreign, f"no such snapshot in icetime.{table}"),
-            ("2999-01-01T00:00:00Z", "is in the future"),
+            (
+                foreign,
+                f"icetime.restore's to snapshot id {foreign}: no such snapshot in icetime.{table}",
+            ),
+            ("2999-01-01T00:00:00Z", "is in the future (it is now "),
             ("not a pin", "not a pin"),
         ]
         for to, message in cases:

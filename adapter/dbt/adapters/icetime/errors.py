@@ -423,25 +423,25 @@ BAD_PIN_KEY = (
     "{origin}: mapping key {key!r} must name a source (source.table), a relation "
     "(schema.table or catalog.schema.table) or a model. Accepted forms: {forms}."
 )
-POINT_IN_FUTURE = "pin_snapshot {point} for {table} is in the future (the run started at {now})."
+POINT_IN_FUTURE = "{named} {point} for {table} is in the future ({since} {now})."
 NO_SUCH_SNAPSHOT = (
-    "pin_snapshot {point}: no such snapshot in {table} (expired or never existed). {retained}"
+    "{named} {point}: no such snapshot in {table} (expired or never existed). {retained}"
 )
-INSTANT_NOT_RETAINED = "pin_snapshot {point} for {table}: expired or never existed. {retained}"
-NO_SUCH_REF = "pin_snapshot {point}: {table} has no {kind} '{name}' ({plural} it has: {known})."
+INSTANT_NOT_RETAINED = "{named} {point} for {table}: expired or never existed. {retained}"
+NO_SUCH_REF = "{named} {point}: {table} has no {kind} '{name}' ({plural} it has: {known})."
 NO_SNAPSHOTS = "{table} has no snapshots."
 RETAINED_SNAPSHOTS = (
     "The oldest retained snapshot of {table} is {oldest} at {oldest_at}; the newest is "
     "{newest} at {newest_at} ({count} retained)."
 )
 INSTANT_UNKNOWN = (
-    "pin_snapshot {point} for {table}: which snapshot was current then cannot be known exactly. "
+    "{named} {point} for {table}: which snapshot was current then cannot be known exactly. "
     "The table's snapshot log before {trimmed} was trimmed by an expiry that icetime did not "
     "record (Iceberg's expire_snapshots called directly, say), so a restore or rollback there "
-    "would be invisible. Pin a snapshot id or a tag instead. {retained}"
+    "would be invisible. Name a snapshot id or a tag instead. {retained}"
 )
 INSTANT_EXPIRED = (
-    "pin_snapshot {point} for {table}: snapshot {snapshot}, committed at {committed}, was "
+    "{named} {point} for {table}: snapshot {snapshot}, committed at {committed}, was "
     "current then, and it has expired (icetime's archive of expired snapshots records it). The "
     "nearest retained snapshots: {nearest}."
 )

@@ -176,7 +176,8 @@ class Cloner:
         now = self.now_ms()
         snapshot_id = metadata.current_snapshot_id
         if request.at is not None:
-            snapshot_id = resolve(metadata, request.at, now).snapshot_id
+            at = resolve(metadata, request.at, now, named="icetime.create_environment's at")
+            snapshot_id = at.snapshot_id
         table_uuid = str(uuid.uuid4())
         clone = Clone(
             name=request.target,

@@ -193,7 +193,8 @@ class HistoryOperations:
                 raise errors.ConfigurationError(errors.NO_SNAPSHOTS.format(table=table))
             return table, found
         point = parse_point(snapshot, "snapshot")
-        resolved = resolve(metadata, point, int(time.time() * 1000), self._archive())
+        now = int(time.time() * 1000)
+        resolved = resolve(metadata, point, now, self._archive(), f"{what}'s snapshot")
         found = metadata.snapshot(resolved.snapshot_id)
         if found is None:  # an expired snapshot known only to the archive: no summary left
             raise errors.ConfigurationError(
@@ -211,9 +212,11 @@ class HistoryOperations:
         metadata = self.services.reader.table(table)
         now = int(time.time() * 1000)
         archive = self._archive()
-        a = resolve(metadata, parse_point(from_, "from"), now, archive).snapshot_id
+        a = resolve(
+            metadata, parse_point(from_, "from"), now, archive, "icetime.diff's from"
+        ).snapshot_id
         b = (
-            resolve(metadata, parse_point(to, "to"), now, archive).snapshot_id
+            resolve(metadata, parse_point(to, "to"), now, archive, "icetime.diff's to").snapshot_id
             if to is not None
             else metadata.current_snapshot_id
         )

@@ -56,7 +56,7 @@ class Restorer:
             metadata = self.reader.table(table)
         except errors.TableNotFoundError as exc:
             raise errors.ConfigurationError(errors.RESTORE_NOT_ICEBERG.format(table=table)) from exc
-        target = resolve(metadata, point, now_ms, self.archive)
+        target = resolve(metadata, point, now_ms, self.archive, "icetime.restore's to")
         current = metadata.current_snapshot_id
         if target.snapshot_id == current:
             raise errors.ConfigurationError(

@@ -19,6 +19,8 @@ from dbt.adapters.icetime.metadata.model import SnapshotLogEntry, TableMetadata
 from dbt.adapters.icetime.metadata.points import AtRef, AtSnapshot, AtTimestamp, Point, format_ms
 
 FOREVER = 2**63 - 1
+# What a point is called in a refusal unless the caller names it (an operation's argument).
+PIN = "pin_snapshot"
 
 
 @dataclass(frozen=True)
@@ -57,33 +59,49 @@ Archive = Callable[[TableMetadata], ArchivedHistory]
 
 
 def resolve(
-    meta: TableMetadata, point: Point, now_ms: int, archive: Archive | None = None
+    meta: TableMetadata,
+    point: Point,
+    now_ms: int,
+    archive: Archive | None = None,
+    named: str = PIN,
 ) -> ResolvedPoint:
-    """The snapshot of ``meta`` that ``point`` names; PinError with what exists otherwise."""
+    """The snapshot of ``meta`` that ``point`` names; PinError with what exists otherwise,
+    calling the point what the user gave it as (``named``: a pin, an operation's argument)."""
     if isinstance(point, AtTimestamp):
         if point.instant_ms > now_ms:
             raise errors.PinError(
                 errors.POINT_IN_FUTURE.format(
-                    point=point.describe(), table=meta.identifier, now=format_ms(now_ms)
+                    named=named,
+                    point=point.describe(),
+                    table=meta.identifier,
+                    since="the run started at" if named == PIN else "it is now",
+                    now=format_ms(now_ms),
                 )
             )
-        return at_instant(meta, point.instant_ms, point.describe(), archive)
+        return at_instant(meta, point.instant_ms, point.describe(), archive, named)
     if isinstance(point, AtSnapshot):
         snapshot = meta.snapshot(point.snapshot_id)
         if snapshot is None:
             raise errors.PinError(
                 errors.NO_SUCH_SNAPSHOT.format(
-                    point=point.describe(), table=meta.identifier, retained=_retained(meta)
+                    named=named,
+                    point=point.describe(),
+                    table=meta.identifier,
+                    retained=_retained(meta),
                 )
             )
         return ResolvedPoint(
             meta.identifier, snapshot.snapshot_id, snapshot.timestamp_ms, point.describe()
         )
-    return _at_ref(meta, point)
+    return _at_ref(meta, point, named)
 
 
 def at_instant(
-    meta: TableMetadata, instant_ms: int, resolved_by: str, archive: Archive | None = None
+    meta: TableMetadata,
+    instant_ms: int,
+    resolved_by: str,
+    archive: Archive | None = None,
+    named: str = PIN,
 ) -> ResolvedPoint:
     log = meta.snapshot_log
     if log and instant_ms >= log[0].timestamp_ms:
@@ -93,7 +111,7 @@ def at_instant(
                 meta.identifier, entry.snapshot_id, entry.timestamp_ms, resolved_by
             )
     history = archive(meta) if archive is not None else ArchivedHistory()
-    return _before_the_log(meta, instant_ms, resolved_by, history)
+    return _before_the_log(meta, instant_ms, resolved_by, history, named)
 
 
 def _current_at(log: Sequence[SnapshotLogEntry], instant_ms: int) -> SnapshotLogEntry | None:
@@ -103,7 +121,7 @@ def _current_at(log: Sequence[SnapshotLogEntry], instant_ms: int) -> SnapshotLog
 
 
 def _before_the_log(
-    meta: TableMetadata, instant_ms: int, resolved_by: str, history: ArchivedHistory
+    meta: TableMetadata, instant_ms: int, resolved_by: str, history: ArchivedHistory, named: str
 ) -> ResolvedPoint:
     """The instant is older than the snapshot log, which expiry trims: read it in the logs
     icetime's expiries captured, joined to today's. The entry current then decides: a retained
@@ -116,7 +134,7 @@ def _before_the_log(
     if entry is None:
         raise errors.PinError(
             errors.INSTANT_NOT_RETAINED.format(
-                point=resolved_by, table=meta.identifier, retained=_retained(meta)
+                named=named, point=resolved_by, table=meta.identifier, retained=_retained(meta)
             )
         )
     windows = [(c[0].timestamp_ms, c[-1].timestamp_ms) for c in history.captures if c]
@@ -125,6 +143,7 @@ def _before_the_log(
     if not _covered(windows, entry.timestamp_ms, instant_ms):
         raise errors.PinError(
             errors.INSTANT_UNKNOWN.format(
+                named=named,
                 point=resolved_by,
                 table=meta.identifier,
                 trimmed=format_ms(log[0].timestamp_ms) if log else "its last entry",
@@ -138,6 +157,7 @@ def _before_the_log(
     committed = archived.timestamp_ms if archived is not None else entry.timestamp_ms
     raise errors.PinError(
         errors.INSTANT_EXPIRED.format(
+            named=named,
             point=resolved_by,
             table=meta.identifier,
             snapshot=entry.snapshot_id,
@@ -185,11 +205,12 @@ def _nearest(meta: TableMetadata, instant_ms: int) -> str:
     return "; ".join(found) or "none"
 
 
-def _at_ref(meta: TableMetadata, point: AtRef) -> ResolvedPoint:
+def _at_ref(meta: TableMetadata, point: AtRef, named: str) -> ResolvedPoint:
     ref = meta.refs.get(point.name)
     if ref is None or ref.kind != point.kind:
         raise errors.PinError(
             errors.NO_SUCH_REF.format(
+                named=named,
                 point=point.describe(),
                 table=meta.identifier,
                 kind=point.kind,

@@ -21,6 +21,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.icetime.planners import grouped
+from tests.deployments import budget
 from tests.support import (
     MOR,
     PackageProject,
@@ -118,6 +119,8 @@ class _Aggregates(PackageProject):
     overwrites = True
     # The models built and checked: every one, or those whose writes OVERWRITE_ROWS chooses.
     built: tuple[str, ...] = (*QUERIES, "chosen")
+    # The steps' commits each run reads: one (every step's state compared with its query).
+    commits_per_run = 1
 
     @pytest.fixture(scope="class", autouse=True)
     def writes(self) -> Iterator[None]:
@@ -170,18 +173,24 @@ class _Aggregates(PackageProject):
             assert property_of(project, f"{name}__icetime_groups", "icetime.groups.plan")
         tables = {r[1] for r in sql(project, "show tables in {s}", fetch="all")}
         assert "floats__icetime_groups" not in tables
-        for step in STEPS:
-            sql(project, step)
-            results = {r.node.name: r for r in run_dbt(["run"])}
-            self.check(project, step)
+        # `chosen` is built once here, and its later runs are the next test's (no check here
+        # reads it): every step's changes reach its first run there
+        steps_run = ["run", "--exclude", "chosen"] if "chosen" in self.built else ["run"]
+        for first in range(0, len(STEPS), self.commits_per_run):
+            steps = STEPS[first : first + self.commits_per_run]
+            for step in steps:
+                sql(project, step)
+            results = {r.node.name: r for r in run_dbt(steps_run)}
+            after = " and ".join(steps)
+            self.check(project, after)
             # those models' state holds (a zones change moves groups); the anti join's head
             # is zones, its subquery sales: every step changes it, from deltas
             for name in ("by_region", "extremes", "busy_regions", "quiet_zones"):
-                if name != "quiet_zones" and "zones" in step:
+                if name != "quiet_zones" and "zones" in after:
                     continue
                 response = results[name].adapter_response
-                assert response["cdf_refresh"] == "incremental", (name, step, response)
-                assert response.get("cdf_aggregates") == "delta", (name, step, response)
+                assert response["cdf_refresh"] == "incremental", (name, after, response)
+                assert response.get("cdf_aggregates") == "delta", (name, after, response)
         # the emptied group was deleted and filled again; the null key group is gone
         assert rows(project, "select region, n from {s}.by_region where region = 'NEW'") == [
             ("NEW", 1)
@@ -198,6 +207,10 @@ class TestAggregatesMerged(_Aggregates):
 
     overwrites = False
     built = PLANNED
+    # The same steps two commits a run in the pull-request tier: every merge clause (a group
+    # inserted, updated, emptied and deleted, the null key's) from change sets of two commits;
+    # each step's state in the all tier. The class above compares every step's.
+    commits_per_run = budget("ICETIME_AGGREGATE_COMMITS_PER_RUN", pr=2, full=1)
 
 
 class TestAggregatesFromDeltas(_Aggregates):

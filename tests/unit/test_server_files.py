@@ -133,10 +133,28 @@ def test_a_polled_thrift_error_reads_as_in_process_without_the_java_stack() -> N
         "\t... 34 more\n"
     )
     assert spark_message(printed) == text.rstrip()
-    # the stack's first frame ends the message however many blank lines come before it
-    assert spark_message(printed.replace(f"{text}\n\tat", "x\n\tat", 1)) == (
-        "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] org.apache.spark.sql.AnalysisException: x"
+    # a cause that says more than the message is kept, without its stack
+    catalog = (
+        "org.apache.hive.service.cli.HiveSQLException: Error running query: "
+        "org.apache.iceberg.jdbc.UncheckedSQLException: Failed to execute query: SELECT 1\n"
+        "\tat org.apache.spark.sql.hive.thriftserver.HiveThriftServerErrors$.runningQueryError("
+        "HiveThriftServerErrors.scala:46)\n"
+        "Caused by: org.apache.iceberg.jdbc.UncheckedSQLException: Failed to execute query: "
+        "SELECT 1\n"
+        "\tat org.apache.iceberg.jdbc.JdbcUtil.x(JdbcUtil.java:1)\n"
+        "Caused by: org.postgresql.util.PSQLException: Connection to 127.0.0.1:5 refused.\n"
+        "\tat org.postgresql.core.v3.ConnectionFactoryImpl.x(ConnectionFactoryImpl.java:1)\n"
+        "\t... 30 more\n"
+        "Caused by: java.net.ConnectException: Connection refused\n"
+        "\tat java.base/sun.nio.ch.Net.pollConnect(Native Method)\n"
     )
+    assert spark_message(catalog) == (
+        "org.apache.iceberg.jdbc.UncheckedSQLException: Failed to execute query: SELECT 1\n"
+        "Caused by: org.postgresql.util.PSQLException: Connection to 127.0.0.1:5 refused.\n"
+        "Caused by: java.net.ConnectException: Connection refused"
+    )
+    # the stack's first frame ends the message however many blank lines come before it
+    assert spark_message(printed.replace("\n\tat", "\n\n\n\tat", 1)) == text.rstrip()
 
 
 def test_a_catalog_connection_the_database_ended_is_told_from_other_errors() -> None:

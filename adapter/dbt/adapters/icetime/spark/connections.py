@@ -43,10 +43,11 @@ ENDED = re.compile(
 THRIFT_PREFIX = "Error running query: "
 REPEATED_CONDITION = re.compile(r"\[([A-Z0-9_.]+)\] (?:[\w$]+\.)+[\w$]+: (\[\1\] .*)", re.DOTALL)
 # A polled statement's failure comes as the server's exception printed whole (Hadoop's
-# stringifyException): its class, the message, then its Java stack and causes, each a frame a
-# line ("\tat ..."), some hundred lines a failure.
+# stringifyException): its class and message, its Java stack (a frame a line, "\tat ..."), then
+# each cause the same way ("Caused by: ..."), some hundred lines a failure.
 THRIFT_EXCEPTION = "org.apache.hive.service.cli.HiveSQLException: "
-FIRST_FRAME = re.compile(r"\n\s*\tat ")
+CAUSE = re.compile(r"\n\s*Caused by: ")
+STACK = re.compile(r"\n\s*\t(?:at |Suppressed: |\.\.\. \d+ more)")
 
 
 def _carried(connection: Connection) -> summary.Carried:
@@ -61,10 +62,22 @@ def spark_message(message: str) -> str:
     """A Spark error as the in-process session words it, whichever way it came: a statement's
     error reads the same through the warm server or a Thrift cluster as in-process."""
     if message.startswith(THRIFT_EXCEPTION):
-        message = FIRST_FRAME.split(message.removeprefix(THRIFT_EXCEPTION), maxsplit=1)[0]
+        message = _without_stacks(message.removeprefix(THRIFT_EXCEPTION))
     message = message.removeprefix(THRIFT_PREFIX).rstrip()
     repeated = REPEATED_CONDITION.match(message)
     return repeated.group(2) if repeated else message
+
+
+def _without_stacks(printed: str) -> str:
+    """A printed Java exception's message, and each cause's that says more (a catalog's
+    "Connection refused", say; a Spark error's cause repeats it), without their stacks."""
+    first, *causes = CAUSE.split(printed)
+    said = [STACK.split(first, maxsplit=1)[0].rstrip()]
+    for cause in causes:
+        text = STACK.split(cause, maxsplit=1)[0].rstrip()
+        if text.split(": ", 1)[-1] not in said[0]:
+            said.append(f"Caused by: {text}")
+    return "\n".join(said)
 
 
 class IcetimeConnectionManager(SparkConnectionManager):
@@ -184,13 +197,14 @@ class IcetimeConnectionManager(SparkConnectionManager):
             raise self._translate(message) from exc
 
     def _translate(self, message: str) -> DbtRuntimeError:
-        """A failed statement as dbt's database error (dbt-spark raises its runtime error)."""
-        message = spark_message(message)
+        """A failed statement as dbt's database error (dbt-spark raises its runtime error). The
+        catalog's causes are looked for in the whole text, stacks included."""
+        printed, message = message, spark_message(message)
         creds = cast(IcetimeCredentials, self.profile.credentials)
-        if any(marker in message for marker in LOCKED_MARKERS):
+        if any(marker in printed for marker in LOCKED_MARKERS):
             where = CatalogSettings.from_credentials(creds).sqlite_path or creds.catalog_uri
             return errors.CatalogError(errors.CATALOG_LOCKED.format(where=where))
-        ended = ENDED.search(message)
+        ended = ENDED.search(printed)
         if ended:
             return errors.CatalogError(
                 errors.CATALOG_CONNECTION_ENDED.format(

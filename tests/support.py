@@ -458,8 +458,8 @@ def assert_each_equal(project: Any, pairs: dict[str, tuple[str, str]]) -> None:
     assert not found, "\n".join(f"{side}: {rows}" for side, rows in found.items())
 
 
-# What a Spark server's failure carries that the in-process session's does not: its Java stack
-# and causes, and the Thrift service's wrapping (spark/connections.py, spark_message).
+# What a Spark server's failure carries that the in-process session's does not: its Java stacks,
+# a cause repeating its message, the Thrift service's wrapping (spark/connections.py).
 JAVA_STACK = ("\tat org.apache", "Caused by:", "HiveSQLException", "Error running query", "\t... ")
 
 

@@ -463,6 +463,10 @@ def assert_each_equal(project: Any, pairs: dict[str, tuple[str, str]]) -> None:
 JAVA_STACK = ("\tat org.apache", "Caused by:", "HiveSQLException", "Error running query", "\t... ")
 
 
+# A model whose statement Spark refuses (an unknown column, `amont`), for the error's words.
+MISSPELT_MODEL = "{{ config(materialized='table') }}\nselect 1 as a, amont as b"
+
+
 def assert_in_sparks_words(output: str, *fragments: str) -> None:
     """``output`` (a failed command's) holds each of ``fragments``, and none of a Spark
     server's Java stack."""

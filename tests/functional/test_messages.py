@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.support import PackageProject, assert_in_sparks_words, install_package, sql
+from tests.support import (
+    MISSPELT_MODEL,
+    PackageProject,
+    assert_in_sparks_words,
+    install_package,
+    sql,
+)
 
 SOURCES = """
 version: 2
@@ -77,7 +83,7 @@ class TestWhatAUserReads(PackageProject):
 class TestAFailedStatement(PackageProject):
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {"misspelt.sql": "{{ config(materialized='table') }}\nselect 1 as a, amont as b"}
+        return {"misspelt.sql": MISSPELT_MODEL}
 
     def test_reads_as_in_process_on_every_deployment(self, project: Any) -> None:
         """Through the warm server or a cluster's Thrift Server, a model's Spark error is the

@@ -126,6 +126,11 @@ class TestRestoreAndDiff(PackageProject):
             assert snapshots(project, "orders")[-1] == current
         output = operation("restore", {"relation": "a.b.c.d", "to": current}, expect_pass=False)
         assert "relation 'a.b.c.d' is not accepted" in output
+        # diff names its own arguments alike
+        for args in ({"from": foreign}, {"from": current, "to": foreign}):
+            output = operation("diff", {"relation": table, **args}, expect_pass=False)
+            side = "to" if "to" in args else "from"
+            assert f"icetime.diff's {side} snapshot id {foreign}: no such snapshot" in output
 
     def test_restore_checks_files_and_several_tables_together(self, project: Any) -> None:
         sql(project, "create or replace table {s}.a (id bigint) using iceberg")

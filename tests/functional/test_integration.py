@@ -14,7 +14,7 @@ registry). The module runs on five deployments:
   in S3, both servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog
   reads back;
 - ``cluster_lakehouse``: `method: thrift` to a cluster of its own whose Thrift Server's catalog
-  is that REST catalog, its workers sharing the tables' files through S3.
+  is that REST catalog, its workers sharing the tables' files through S3 (the all tier's).
 
 The builds and the pinned replay run on four dbt threads (``--threads 4``), the rest on the
 profile's one. The checks read the tables back through pyiceberg on the deployment's own
@@ -47,9 +47,9 @@ DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 
 pytestmark = pytest.mark.slow
 THREADS = ("--threads", "4")
-# The pull-request tier runs the whole module on the embedded default, and a short pass on each
-# other deployment: the builds (with their CDF step), the pinned replay and the environment. The
-# rest of the module runs there in the all tier.
+# The pull-request tier runs the whole module on the embedded default, and a short pass on
+# `cluster` and `lakehouse`: the builds (with their CDF step), the pinned replay and the
+# environment. The rest of the module, and the other deployments, run in the all tier.
 FULL_PASS = pytest.mark.tier_all(unless_deployment=("embedded",))
 
 
@@ -108,7 +108,12 @@ def utc_now() -> str:
         pytest.param("cluster", marks=pytest.mark.cluster),
         pytest.param("cluster_spark_sql", marks=[pytest.mark.cluster, pytest.mark.tier_all]),
         pytest.param("lakehouse", marks=pytest.mark.lakehouse),
-        pytest.param("cluster_lakehouse", marks=[pytest.mark.cluster, pytest.mark.lakehouse]),
+        # The cluster whose catalog is REST over S3: the all tier's (the pull-request tier
+        # has the cluster on PostgreSQL and the warm server on REST, each with its own pass).
+        pytest.param(
+            "cluster_lakehouse",
+            marks=[pytest.mark.cluster, pytest.mark.lakehouse, pytest.mark.tier_all],
+        ),
     ],
 )
 def deployment(

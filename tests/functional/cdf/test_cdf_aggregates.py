@@ -108,6 +108,13 @@ STEPS = [
 ]
 
 
+def runs_every(steps: int, first: int | None = None) -> tuple[int, ...]:
+    """The indexes of the steps after which a run reads the commits since the last one: every
+    ``steps``-th from ``first`` (by default ``steps - 1``), and the last step."""
+    start = steps - 1 if first is None else first
+    return tuple(sorted({*range(start, len(STEPS), steps), len(STEPS) - 1}))
+
+
 def _row(i: int) -> str:
     region = ("'EU'", "'US'", "'APAC'", "null")[i % 4]
     amount = "null" if i % 7 == 0 else f"{i * 2.5:.2f}"
@@ -119,8 +126,11 @@ class _Aggregates(PackageProject):
     overwrites = True
     # The models built and checked: every one, or those whose writes OVERWRITE_ROWS chooses.
     built: tuple[str, ...] = (*QUERIES, "chosen")
-    # The steps' commits each run reads: one (every step's state compared with its query).
-    commits_per_run = 1
+    # The steps after which a run reads the commits since the last one: every step in the all
+    # tier. In the pull-request tier a run follows every second step, from the first here (the
+    # overwriting class) and from the second in the merged one: each step's state is compared
+    # with its query in one of the two, and every merge clause still runs.
+    runs_after = runs_every(budget("ICETIME_AGGREGATE_COMMITS_PER_RUN", pr=2, full=1), first=0)
 
     @pytest.fixture(scope="class", autouse=True)
     def writes(self) -> Iterator[None]:
@@ -176,8 +186,9 @@ class _Aggregates(PackageProject):
         # `chosen` is built once here, and its later runs are the next test's (no check here
         # reads it): every step's changes reach its first run there
         steps_run = ["run", "--exclude", "chosen"] if "chosen" in self.built else ["run"]
-        for first in range(0, len(STEPS), self.commits_per_run):
-            steps = STEPS[first : first + self.commits_per_run]
+        done = 0
+        for last in self.runs_after:
+            steps, done = STEPS[done : last + 1], last + 1
             for step in steps:
                 sql(project, step)
             results = {r.node.name: r for r in run_dbt(steps_run)}
@@ -207,10 +218,7 @@ class TestAggregatesMerged(_Aggregates):
 
     overwrites = False
     built = PLANNED
-    # The same steps two commits a run in the pull-request tier: every merge clause (a group
-    # inserted, updated, emptied and deleted, the null key's) from change sets of two commits;
-    # each step's state in the all tier. The class above compares every step's.
-    commits_per_run = budget("ICETIME_AGGREGATE_COMMITS_PER_RUN", pr=2, full=1)
+    runs_after = runs_every(budget("ICETIME_AGGREGATE_COMMITS_PER_RUN", pr=2, full=1))
 
 
 class TestAggregatesFromDeltas(_Aggregates):

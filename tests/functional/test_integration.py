@@ -12,7 +12,7 @@ registry). The module runs on five deployments:
   the catalog reads metadata through Spark SQL and table files straight from storage;
 - ``lakehouse``: `method: session` (the warm server) on an Iceberg REST catalog whose files live
   in S3, both servers real and on loopback (``tests/lakehouse.py``); pyiceberg's RestCatalog
-  reads back;
+  reads back (the all tier's);
 - ``cluster_lakehouse``: `method: thrift` to a cluster of its own whose Thrift Server's catalog
   is that REST catalog, its workers sharing the tables' files through S3 (the all tier's).
 
@@ -48,8 +48,8 @@ DEMO = Path(__file__).resolve().parents[2] / "integration_tests"
 pytestmark = pytest.mark.slow
 THREADS = ("--threads", "4")
 # The pull-request tier runs the whole module on the embedded default, and a short pass on
-# `cluster` and `lakehouse`: the builds (with their CDF step), the pinned replay and the
-# environment. The rest of the module, and the other deployments, run in the all tier.
+# `cluster`: the builds (with their CDF step), the pinned replay and the environment. The rest
+# of the module, and the other deployments, run in the all tier.
 FULL_PASS = pytest.mark.tier_all(unless_deployment=("embedded",))
 
 
@@ -107,9 +107,10 @@ def utc_now() -> str:
         "embedded",
         pytest.param("cluster", marks=pytest.mark.cluster),
         pytest.param("cluster_spark_sql", marks=[pytest.mark.cluster, pytest.mark.tier_all]),
-        pytest.param("lakehouse", marks=pytest.mark.lakehouse),
-        # The cluster whose catalog is REST over S3: the all tier's (the pull-request tier
-        # has the cluster on PostgreSQL and the warm server on REST, each with its own pass).
+        # REST over S3: the all tier's. The pull-request tier runs dbt through the warm server
+        # on REST and S3 in test_lakehouse.py and test_nessie.py (builds, CDF, environments,
+        # pins), and the demo on a cluster here.
+        pytest.param("lakehouse", marks=[pytest.mark.lakehouse, pytest.mark.tier_all]),
         pytest.param(
             "cluster_lakehouse",
             marks=[pytest.mark.cluster, pytest.mark.lakehouse, pytest.mark.tier_all],

@@ -2,9 +2,10 @@
 
 Both servers run on loopback (``tests/lakehouse.py``): SeaweedFS for S3 (and its own REST
 catalog, whose register_table keeps no snapshots), and Iceberg's REST handlers over a JDBC
-catalog. The demo project end to end on this lane is ``test_integration.py[lakehouse]``; this
-module covers what only a lakehouse has: secrets in the profile, servers that refuse, and a
-catalog that does not keep what it registers.
+catalog. The demo project end to end on it is ``test_integration.py[lakehouse]`` (the all
+tier's); this module covers what only a lakehouse has: secrets in the profile, servers that
+refuse, a catalog that does not keep what it registers, commit conflicts, and janitors on a
+shared catalog, each through the warm server as a user's project runs.
 """
 
 from __future__ import annotations

@@ -143,6 +143,9 @@ def by_key(project: Any, table: str, deleted: bool) -> dict[Any, list[tuple[Any,
     return versions
 
 
+# The all tier's: a second oracle beside the reference every other test here and the property
+# test (test_history_property.py) compare with, which the pull-request tier runs.
+@pytest.mark.tier_all
 class TestCheckStrategyAgrees(HistoryProject):
     """dbt's check snapshot, run after every single commit, makes the same versions as one
     history snapshot run at the end; only the instants differ (run times, commit times)."""

@@ -206,3 +206,33 @@ def test_one_server_at_a_time_records_the_class_archive(
     # Once the archive is in place, every server maps it.
     first.final.write_bytes(b"archive")
     assert f"-XX:SharedArchiveFile={first.final}" in class_archive([str(jar)]).java_options()
+
+
+def test_a_new_recording_keeps_only_the_archives_used_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dbt.adapters.icetime.spark.server.archive import KEEP, class_archive
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    jar = tmp_path / "some.jar"
+    jar.write_bytes(b"jar")
+    used = class_archive([str(jar)]).final
+    used.write_bytes(b"archive")  # as its server leaves it at exit
+    os.utime(used, (1_000, 1_000))  # made long ago
+    others = []
+    for n in range(KEEP + 1):  # archives of other class paths, made since
+        other = used.with_name(f"other{n}.jsa")
+        other.write_bytes(b"archive")
+        other.with_name(f".other{n}.recorder").touch()
+        os.utime(other, (2_000 + n, 2_000 + n))
+        others.append(other)
+    # A server starting with the oldest archive maps it, and marks it used.
+    assert f"-XX:SharedArchiveFile={used}" in class_archive([str(jar)]).java_options()
+
+    new = tmp_path / "new.jar"
+    new.write_bytes(b"jar")
+    assert class_archive([str(new)]).recording is not None
+    kept = [used, *others[-(KEEP - 1) :]]
+    assert sorted(used.parent.glob("*.jsa")) == sorted(kept)
+    for removed in others[: -(KEEP - 1)]:
+        assert not removed.with_name(f".{removed.stem}.recorder").exists()

@@ -5,6 +5,9 @@ Starting Spark, the Thrift service and a first session loads some 20,000 classes
 archive a server starts ~1 s sooner and its first statements run ~1 s sooner. The first server
 on a machine (for a given Java and class path) records the archive when it exits; later ones
 use it. A JVM that cannot use an archive (another Java, a changed class path) ignores it.
+
+Each archive is 200-300 MB, and every new icetime, PySpark or jar makes another: a recording
+server first removes all but the ``KEEP`` archives used last, so the directory stays bounded.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbt.adapters.icetime.spark.server.java import cache_root
+
+# The archives kept beside a new recording: one per class path in use (the default, a catalog's
+# driver, the S3 jars, the other Spark line), the least recently used removed first.
+KEEP = 4
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ def class_archive(class_path: list[str]) -> ClassArchive:
             key.update(str(int(os.stat(part).st_mtime)).encode())
     final = cache_root() / "class-archives" / f"{key.hexdigest()[:24]}.jsa"
     if final.is_file():
+        with contextlib.suppress(OSError):
+            os.utime(final)  # used now: the last to be removed (remove_unused)
         return ClassArchive(final, None)
     final.parent.mkdir(parents=True, exist_ok=True)
     archive = ClassArchive(final, None)
@@ -68,7 +77,30 @@ def class_archive(class_path: list[str]) -> ClassArchive:
     for left in final.parent.glob(f".{final.stem}.*.recording"):
         with contextlib.suppress(OSError):
             left.unlink()
+    remove_unused(final.parent, KEEP)
     return ClassArchive(final, final.with_name(f".{final.stem}.{os.getpid()}.recording"))
+
+
+def remove_unused(directory: Path, keep: int) -> list[Path]:
+    """Remove all but the ``keep`` archives in ``directory`` used last (each use touches its
+    file), with their recorder locks; what was removed. A server mapping a removed archive keeps
+    its mapping; one about to start with it starts without (Java ignores a missing archive)."""
+
+    def used(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    archives = sorted(directory.glob("*.jsa"), key=used, reverse=True)
+    removed = []
+    for old in archives[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+            removed.append(old)
+        with contextlib.suppress(OSError):
+            ClassArchive(old, None).recorder_lock.unlink()
+    return removed
 
 
 def recorder_running(lock: Path) -> bool:

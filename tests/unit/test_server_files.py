@@ -229,9 +229,14 @@ def test_a_new_recording_keeps_only_the_archives_used_last(
     # A server starting with the oldest archive maps it, and marks it used.
     assert f"-XX:SharedArchiveFile={used}" in class_archive([str(jar)]).java_options()
 
+    # A recording its server left when killed, beside the archive another server made.
+    left = others[0].with_name(f".{others[0].stem}.999999.recording")
+    left.write_bytes(b"partial")
+
     new = tmp_path / "new.jar"
     new.write_bytes(b"jar")
     assert class_archive([str(new)]).recording is not None
+    assert not left.exists()
     kept = [used, *others[-(KEEP - 1) :]]
     assert sorted(used.parent.glob("*.jsa")) == sorted(kept)
     for removed in others[: -(KEEP - 1)]:

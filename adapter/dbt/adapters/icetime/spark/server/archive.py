@@ -52,8 +52,8 @@ def class_archive(class_path: list[str]) -> ClassArchive:
     """The archive for a server with ``class_path`` (beside PySpark's own jars).
 
     One server at a time records an archive: recording costs its JVM's exit a few seconds and
-    the file ~200 MB, so servers started while another records start without one. Recordings
-    left by a server killed before it renamed its own are removed then too."""
+    the file ~200 MB, so servers started while another records start without one. A server
+    that records one first clears the directory (``remove_unused``)."""
     import pyspark
 
     key = hashlib.sha256()
@@ -74,17 +74,15 @@ def class_archive(class_path: list[str]) -> ClassArchive:
     archive = ClassArchive(final, None)
     if recorder_running(archive.recorder_lock):
         return archive
-    for left in final.parent.glob(f".{final.stem}.*.recording"):
-        with contextlib.suppress(OSError):
-            left.unlink()
     remove_unused(final.parent, KEEP)
     return ClassArchive(final, final.with_name(f".{final.stem}.{os.getpid()}.recording"))
 
 
 def remove_unused(directory: Path, keep: int) -> list[Path]:
     """Remove all but the ``keep`` archives in ``directory`` used last (each use touches its
-    file), with their recorder locks; what was removed. A server mapping a removed archive keeps
-    its mapping; one about to start with it starts without (Java ignores a missing archive)."""
+    file), with their recorder locks, and the recordings no server is making (one killed
+    before it renamed its own); what was removed. A server mapping a removed archive keeps its
+    mapping; one about to start with it starts without (Java ignores a missing archive)."""
 
     def used(path: Path) -> float:
         try:
@@ -92,8 +90,14 @@ def remove_unused(directory: Path, keep: int) -> list[Path]:
         except OSError:
             return 0.0
 
-    archives = sorted(directory.glob("*.jsa"), key=used, reverse=True)
     removed = []
+    for left in directory.glob(".*.recording"):
+        final = directory / f"{left.name.split('.')[1]}.jsa"
+        if not recorder_running(ClassArchive(final, None).recorder_lock):
+            with contextlib.suppress(OSError):
+                left.unlink()
+                removed.append(left)
+    archives = sorted(directory.glob("*.jsa"), key=used, reverse=True)
     for old in archives[keep:]:
         with contextlib.suppress(OSError):
             old.unlink()

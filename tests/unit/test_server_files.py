@@ -174,16 +174,20 @@ def test_a_catalog_connection_the_database_ended_is_told_from_other_errors() -> 
     assert ENDED.search("terminating connection due to administrator command") is None
 
 
-def test_one_server_at_a_time_records_the_class_archive(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A server's jar, with the class archives in a cache of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    made = tmp_path / "some.jar"
+    made.write_bytes(b"jar")
+    return made
+
+
+def test_one_server_at_a_time_records_the_class_archive(jar: Path) -> None:
     import fcntl
 
     from dbt.adapters.icetime.spark.server.archive import class_archive
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    jar = tmp_path / "some.jar"
-    jar.write_bytes(b"jar")
     first = class_archive([str(jar)])
     assert first.recording is not None
     assert f"-XX:ArchiveClassesAtExit={first.recording}" in first.java_options()
@@ -208,14 +212,9 @@ def test_one_server_at_a_time_records_the_class_archive(
     assert f"-XX:SharedArchiveFile={first.final}" in class_archive([str(jar)]).java_options()
 
 
-def test_a_new_recording_keeps_only_the_archives_used_last(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_new_recording_keeps_only_the_archives_used_last(jar: Path) -> None:
     from dbt.adapters.icetime.spark.server.archive import KEEP, class_archive
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    jar = tmp_path / "some.jar"
-    jar.write_bytes(b"jar")
     used = class_archive([str(jar)]).final
     used.write_bytes(b"archive")  # as its server leaves it at exit
     os.utime(used, (1_000, 1_000))  # made long ago
@@ -233,7 +232,7 @@ def test_a_new_recording_keeps_only_the_archives_used_last(
     left = others[0].with_name(f".{others[0].stem}.999999.recording")
     left.write_bytes(b"partial")
 
-    new = tmp_path / "new.jar"
+    new = jar.with_name("new.jar")
     new.write_bytes(b"jar")
     assert class_archive([str(new)]).recording is not None
     assert not left.exists()

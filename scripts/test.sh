@@ -28,9 +28,9 @@ cd "$root"
 results="$root/.test-results"
 mkdir -p "$results"
 if [ "$mode" != lane ]; then
-  # The test JVMs' class-data archive (tests/jvm.py; made once per machine, ~20 s) is made
-  # while the linters run.
-  python -c "from tests.jvm import ensure_archive; ensure_archive()" &
+  # The test JVMs' class-data archive (tests/jvm.py; made once per machine, ~20 s) and the warm
+  # server's (recorded by a server started and stopped, ~40 s) are made while the linters run.
+  python -c "from tests import jvm; jvm.ensure_archive(); jvm.ensure_server_archive()" &
   archive=$!
   echo "== ruff"; ruff check .
   echo "== mypy"; mypy

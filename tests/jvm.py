@@ -21,14 +21,12 @@ reused until PySpark or Java changes, which gives it a new name. A JVM that cann
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import subprocess
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 FAST_START = (
@@ -52,7 +50,7 @@ SMALL_DATA_CONF = {
 # Under the virtual environment, which the bootstrap makes: never in the source tree.
 ARCHIVE_DIR = Path(sys.prefix) / "icetime-test-jvm"
 
-# Statements a server's archive is recorded over: a table written, merged and read.
+# What a session or server records its archive over: a table written, merged and read.
 WARM_UP = (
     "create namespace if not exists icetime.warm",
     "create table icetime.warm.t (id bigint, v string) using iceberg",
@@ -62,23 +60,19 @@ WARM_UP = (
     "select v, count(*) from icetime.warm.t group by v order by v",
 )
 
-# A session like the tests' own: Iceberg catalog on SQLite, a table written, merged and read
-# (argument: the project directory; the table is icetime.warm.t).
-SESSION_SCRIPT = """
+# A session like the tests' own: Iceberg catalog on SQLite, the WARM_UP statements run
+# (argument: the project directory).
+SESSION_SCRIPT = f"""
 import sys
 from pyspark import SparkContext
 from dbt.adapters.icetime.credentials import IcetimeCredentials
 from dbt.adapters.icetime.spark.embedded import spark_session
 
-creds = IcetimeCredentials.from_dict({"method": "session", "schema": "warm"})
+creds = IcetimeCredentials.from_dict({{"method": "session", "schema": "warm"}})
 creds.resolve_paths(sys.argv[1])
 spark = spark_session(creds)
-spark.sql("create namespace if not exists icetime.warm")
-spark.sql("create table icetime.warm.t (id bigint, v string) using iceberg")
-spark.sql("insert into icetime.warm.t values (1, 'a'), (2, 'b')")
-spark.sql("merge into icetime.warm.t t using (select 2 id, 'c' v) s on t.id = s.id "
-          "when matched then update set * when not matched then insert *")
-spark.sql("select v, count(*) from icetime.warm.t group by v order by v").collect()
+for statement in {WARM_UP!r}:
+    spark.sql(statement).collect()
 gateway = SparkContext._gateway
 spark.stop()
 # The archive is written as the JVM exits: close its stdin (it exits) and wait for it.
@@ -154,11 +148,14 @@ def ensure_server_archive() -> None:
     stops, and every server started until then, with the same class path, starts without one:
     on an idle machine a server's start took 21 s and 23 CPU-s that way and 8 s and 9 CPU-s with
     the archive. Where one is in place the server maps it and nothing is recorded."""
+    import pytest
+
     from dbt.adapters.icetime.credentials import IcetimeCredentials
     from dbt.adapters.icetime.spark.server import client, control
 
-    with tempfile.TemporaryDirectory() as home, _environment(SPARK_SUBMIT_OPTS=FAST_START):
+    with tempfile.TemporaryDirectory() as home, pytest.MonkeyPatch.context() as patch:
         # The JVM options the tests' servers start with (conftest.py): the same archive
+        patch.setenv("SPARK_SUBMIT_OPTS", FAST_START)
         creds = IcetimeCredentials.from_dict({"method": "session", "schema": "warm"})
         creds.resolve_paths(home)
         try:
@@ -174,21 +171,6 @@ def ensure_server_archive() -> None:
             warnings.warn(f"no warm server archive recorded before the tests: {exc}", stacklevel=1)
         finally:
             control.stop(creds.icetime_dir)
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """``values`` in this process's environment, for the processes it starts meanwhile."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def driver_options(archive: Path | None) -> str:
